@@ -42,9 +42,9 @@ SIMD_LEVELS = (
 )
 
 DEFAULT_ROCM_BASE = "rocm/dev-ubuntu-24.04:7.12-complete"
-DEFAULT_CPU_BASE = "debian:bookworm"
+DEFAULT_CPU_BASE = "gmxbench-base/debian:bookworm"
 #: Where `python -m orchestrator base` puts the locally made Debian image.
-LOCAL_CPU_BASE = "gmxbench-base/debian:bookworm"
+LOCAL_CPU_BASE = DEFAULT_CPU_BASE
 
 DEFAULT_ROCM_GROMACS = "git+https://gitlab.com/gromacs/gromacs.git"
 DEFAULT_ROCM_GROMACS_REF = "4947-hip-feature-enablement"

@@ -1,0 +1,66 @@
+"""The front door: `nox -s <session> -- <args>`. Each session is one orchestrator command.
+
+Sessions share one virtualenv (`.nox/orchestrator`) with the project installed in
+editable mode, so `nox -s bench` after `nox -s build` installs nothing twice.
+"""
+
+from __future__ import annotations
+
+import nox
+
+nox.needs_version = ">=2024.4"
+nox.options.default_venv_backend = "uv|virtualenv"
+nox.options.reuse_existing_virtualenvs = True
+nox.options.sessions = ["lint", "tests"]
+
+PYTHON = "3.11"
+
+
+def _install(session: nox.Session, extra: str = "") -> None:
+    session.install("-e", f".{extra}")
+
+
+def _orchestrator(session: nox.Session, *args: str) -> None:
+    _install(session)
+    session.run("python", "-m", "orchestrator", *args, *session.posargs, external=False)
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """Unit and engine tests (`-- -k name` to select; engine tests need a Docker Engine)."""
+    _install(session, "[dev]")
+    session.run("pytest", *(session.posargs or ["-q", "-ra"]))
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """ruff, mypy, and hadolint on every rendered template."""
+    _install(session, "[dev]")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+    session.run("mypy")
+    session.run("python", "-m", "orchestrator.lint")
+
+
+@nox.session(python=PYTHON, default=False)
+def build(session: nox.Session) -> None:
+    """`nox -s build -- stable | dev --toolchain IMG | toolchain --package clang-16`."""
+    _orchestrator(session, "build")
+
+
+@nox.session(python=PYTHON, default=False)
+def images(session: nox.Session) -> None:
+    """The project's images with their provenance (`-- --json`, `-- --all`)."""
+    _orchestrator(session, "images")
+
+
+@nox.session(python=PYTHON, default=False)
+def render(session: nox.Session) -> None:
+    """`nox -s render -- <template> [--set key=value ...]` prints a Dockerfile."""
+    _orchestrator(session, "render")
+
+
+@nox.session(python=PYTHON, default=False)
+def base(session: nox.Session) -> None:
+    """Make the local Debian base image with debootstrap (no registry needed)."""
+    _orchestrator(session, "base")

@@ -1,0 +1,211 @@
+"""Compare a candidate group of runs with a baseline group: per category, with statistics.
+
+Refuses pairs that measure different things (system, steps, mdrun options), flags
+per-kernel comparisons whose PME tuning ended on different grids, and never reports a
+run whose energies disagree with its baseline as a speed-up.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from orchestrator.breakdown import CATEGORIES, KernelBreakdown
+from orchestrator.errors import UsageError
+from orchestrator.mdlog import MdLog, parse_mdlog
+from orchestrator.runrecord import BASELINE_TAG, KERNEL_FILE, RunResult, load_result
+from orchestrator.stats import Verdict, compare_samples
+
+#: Relative difference of average potential energy beyond which a run is suspect.
+ENERGY_TOLERANCE = 0.01
+#: Options that change what is measured; everything else (e.g. -v) may differ.
+IGNORED_OPTIONS = {"-v", "-pin", "-ntomp", "-nb", "-pme", "-pmefft", "-bonded", "-update"}
+
+
+@dataclass
+class Run:
+    path: Path
+    result: RunResult
+    breakdown: KernelBreakdown | None
+    log: MdLog | None
+
+
+class Comparison(BaseModel):
+    baseline: list[str]
+    candidate: list[str]
+    system: str
+    label: str
+    ns_per_day: Verdict
+    categories: dict[str, Verdict]
+    comparable: bool = True
+    comparable_note: str | None = None
+    suspect: bool = False
+    suspect_note: str | None = None
+
+    @property
+    def headline(self) -> str:
+        v = self.ns_per_day
+        sign = "+" if v.delta_abs >= 0 else ""
+        text = (
+            f"{self.label} on {self.system}: {v.candidate_median:.1f} ns/day "
+            f"(baseline {v.baseline_median:.1f}, Δ {sign}{v.delta_abs:.3f}, "
+            f"{sign}{v.delta_pct:.2f}%)"
+        )
+        return ("⚠ SUSPECT " if self.suspect else "") + text
+
+    @property
+    def stats_line(self) -> str:
+        v = self.ns_per_day
+        return f"statistics: {v.n_candidate} vs {v.n_baseline} runs, medians; ns/day {v.note}"
+
+
+def _group_dirs(results: Path, spec: str) -> list[Path]:
+    """A run directory, a run id, or a group `<build>__<system>__<tag>` (tag, tag-rN)."""
+    path = Path(spec)
+    if (path / "result.json").exists():
+        return [path]
+    if (results / spec / "result.json").exists():
+        return [results / spec]
+    name = path.name
+    pattern = re.compile(re.escape(name) + r"(-r\d+)?$")
+    found = sorted(p for p in results.glob(name + "*") if pattern.fullmatch(p.name))
+    found = [p for p in found if (p / "result.json").exists()]
+    if not found:
+        raise UsageError(
+            f"No runs match {spec!r} in {results}: give a run directory, a run id "
+            f"(<build>__<system>__<tag>) or a group prefix whose runs are tagged <tag>-r<N>."
+        )
+    return found
+
+
+def load_runs(results: Path, spec: str) -> list[Run]:
+    runs = []
+    for path in _group_dirs(results, spec):
+        result = load_result(path)
+        if not result.finished or result.ns_per_day is None:
+            continue  # a failed run is never a number
+        kernel = path / KERNEL_FILE
+        breakdown = (
+            KernelBreakdown.model_validate_json(kernel.read_text()) if kernel.exists() else None
+        )
+        log = parse_mdlog(path / "topol.log") if (path / "topol.log").exists() else None
+        runs.append(Run(path, result, breakdown, log))
+    if not runs:
+        raise UsageError(f"{spec!r} has no finished runs to compare (failed runs are skipped).")
+    return runs
+
+
+def _options(result: RunResult) -> list[str]:
+    args, out, skip = result.command, [], False
+    for i, arg in enumerate(args):
+        if skip:
+            skip = False
+            continue
+        if arg in IGNORED_OPTIONS:
+            skip = i + 1 < len(args) and not args[i + 1].startswith("-")
+            continue
+        out.append(arg)
+    return out
+
+
+def check_pair(base: list[Run], cand: list[Run]) -> None:
+    """Refuse runs that do not measure the same thing, naming the difference."""
+    everyone = base + cand
+    for attr in ("system", "steps"):
+        values = {str(getattr(r.result, attr)) for r in everyone}
+        if len(values) > 1:
+            raise UsageError(
+                f"These runs differ in {attr} ({', '.join(sorted(values))}): they measure "
+                f"different things and cannot be compared. Compare runs of one {attr}."
+            )
+    options = {" ".join(_options(r.result)) for r in everyone}
+    if len(options) > 1:
+        raise UsageError(
+            "These runs used different mdrun options (" + " | ".join(sorted(options)) + "): "
+            "compare runs made with the same options."
+        )
+
+
+def _pme_key(run: Run) -> tuple[object, object]:
+    return (tuple(run.result.pme_grid or ()), run.result.coulomb_cutoff)
+
+
+def _potential(run: Run) -> float | None:
+    if run.log is None or not run.log.energies:
+        return None
+    return run.log.energies.get("Potential")
+
+
+def compare_runs(
+    base: list[Run], cand: list[Run], *, threshold_pct: float = 2.0, alpha: float = 0.05
+) -> Comparison:
+    check_pair(base, cand)
+    ns = compare_samples(
+        [r.result.ns_per_day or 0.0 for r in base],
+        [r.result.ns_per_day or 0.0 for r in cand],
+        higher_is_better=True, threshold_pct=threshold_pct, alpha=alpha,
+    )  # fmt: skip
+    categories: dict[str, Verdict] = {}
+    if all(r.breakdown for r in base + cand):
+        for name in CATEGORIES:
+            b = [r.breakdown.categories[name].total_ms for r in base if r.breakdown]
+            c = [r.breakdown.categories[name].total_ms for r in cand if r.breakdown]
+            if min(b + c) > 0:
+                categories[name] = compare_samples(
+                    b, c, higher_is_better=False, threshold_pct=threshold_pct, alpha=alpha
+                )
+    cmp = Comparison(
+        baseline=[r.path.name for r in base],
+        candidate=[r.path.name for r in cand],
+        system=cand[0].result.system,
+        label=_label(cand[0].result),
+        ns_per_day=ns,
+        categories=categories,
+    )
+    grids = {_pme_key(r) for r in base + cand}
+    if len(grids) > 1:
+        cmp.comparable = False
+        cmp.comparable_note = (
+            "not comparable per kernel: PME tuning ended on different grids/cut-offs "
+            f"({'; '.join(sorted(str(g) for g in grids))}); ns/day is still compared. "
+            "Pin the grid with `-- -notunepme` for per-kernel comparisons."
+        )
+    _check_energy(cmp, base, cand)
+    return cmp
+
+
+def _check_energy(cmp: Comparison, base: list[Run], cand: list[Run]) -> None:
+    b = [e for e in map(_potential, base) if e is not None]
+    c = [e for e in map(_potential, cand) if e is not None]
+    if not b or not c:
+        return
+    ref, got = sorted(b)[len(b) // 2], sorted(c)[len(c) // 2]
+    rel = abs(got - ref) / abs(ref) if ref else 0.0
+    if rel > ENERGY_TOLERANCE:
+        cmp.suspect = True
+        cmp.suspect_note = (
+            f"suspect: average potential energy {got:.1f} vs baseline {ref:.1f} kJ/mol "
+            f"({rel:.1%} apart, tolerance {ENERGY_TOLERANCE:.0%}): the build may compute "
+            "something else; its speed is not reported as a speed-up"
+        )
+        cmp.ns_per_day = _never_faster(cmp.ns_per_day)
+        cmp.categories = {k: _never_faster(v) for k, v in cmp.categories.items()}
+
+
+def _never_faster(verdict: Verdict) -> Verdict:
+    return verdict.model_copy(update={"marker": "⚠"}) if verdict.marker == "🚀" else verdict
+
+
+def _label(result: RunResult) -> str:
+    if result.llvm_commit:
+        return f"LLVM {result.llvm_commit}"
+    return result.build
+
+
+def baseline_spec(stable_build: str, system: str) -> str:
+    from orchestrator.runrecord import run_id
+
+    return run_id(stable_build, system, BASELINE_TAG)

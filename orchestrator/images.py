@@ -1,0 +1,418 @@
+"""Build the project's images: builder base, toolchains, GROMACS stable and dev.
+
+Every image is keyed by its inputs (rendered Dockerfile + parent image ids): an image
+whose inputs already exist is reused as it is, so a rebuild with nothing changed takes
+seconds and yields the same id. GROMACS images are checked (`gmx --version`) before
+they get labels and a tag; a failed check tags nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+import docker
+
+from orchestrator import LABEL_PREFIX, engine
+from orchestrator.baseimage import ensure_base
+from orchestrator.buildspec import (
+    Compiler,
+    Kind,
+    SourceSpec,
+    dev_build_name,
+    gromacs_context,
+    stable_build_name,
+)
+from orchestrator.engine import Log, _print
+from orchestrator.errors import UsageError, UserError
+from orchestrator.provenance import ImageRecord, Lockfile, save_lockfile
+from orchestrator.render import render, uses_buildkit
+from orchestrator.settings import Settings
+
+GROMACS_REPO = "gromacs"
+DEV_CURRENT = f"{GROMACS_REPO}:dev-current"
+#: Fixed build date (`__DATE__`, GROMACS build info): identical rebuilds need one.
+SOURCE_DATE_EPOCH = 1704067200
+
+
+def inputs_key(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def find_by_inputs(client: docker.DockerClient, key: str) -> Any | None:
+    found = client.images.list(filters={"label": f"{LABEL_PREFIX}inputs={key}"})
+    return found[0] if found else None
+
+
+def base_digest(image: Any) -> str:
+    """Registry digest when the base came from a registry, else the local image id."""
+    digests = image.attrs.get("RepoDigests") or []
+    return str(digests[0].split("@", 1)[1]) if digests else str(image.id)
+
+
+def _label_and_tag(
+    client: docker.DockerClient, image_id: str, record: ImageRecord, tags: list[str], log: Log
+) -> str:
+    """Stamp the record's labels on a verified image (a one-line build) and tag it."""
+    final_id = engine.build(
+        client, f"FROM {image_id}\n", what=f"labels of {tags[0]}", labels=record.labels(), log=log
+    )
+    image = client.images.get(final_id)
+    for tag in tags:
+        repo, _, version = tag.rpartition(":")
+        image.tag(repo, tag=version)
+    return final_id
+
+
+def _refuse_overwrite(client: docker.DockerClient, tag: str, key: str) -> None:
+    existing = engine.image_or_none(client, tag)
+    if existing is not None and existing.labels.get(LABEL_PREFIX + "inputs") != key:
+        raise UserError(
+            f"{tag} already exists and was built from other inputs; tags are never overwritten. "
+            f"Remove it (`docker rmi {tag}`) to rebuild it, or keep it and change nothing."
+        )
+
+
+def ensure_builder(client: docker.DockerClient, settings: Settings, log: Log = _print) -> str:
+    """The platform's builder base (compilers and build deps); returns its tag."""
+    base = ensure_base(client, settings, log)
+    platform = settings.active_platform
+    template = f"{platform}-base"
+    dockerfile = render(template, builder_context(settings))
+    key = inputs_key(template, dockerfile, base.id)
+    tag = f"gmxbench-builder:{platform}-{key[:12]}"
+    if find_by_inputs(client, key) is None:
+        log(f"building the {platform} builder base from {settings.base}")
+        image_id = engine.build(
+            client, dockerfile, what=tag, buildkit=uses_buildkit(dockerfile), log=log
+        )
+        record = ImageRecord(
+            tag=tag,
+            id=image_id,
+            kind="builder",
+            platform=platform,
+            base_image=settings.base,
+            base_digest=base_digest(base),
+            rocm_version=settings.rocm_version if platform == "rocm" else None,
+            inputs=key,
+            created=now_iso(),
+        )
+        _label_and_tag(client, image_id, record, [tag], log)
+    return tag
+
+
+def builder_context(settings: Settings) -> dict[str, Any]:
+    return {
+        "base_image": settings.base,
+        "rocm_version": settings.rocm_version,
+        "rocm_path": settings.rocm_path,
+    }
+
+
+def package_compiler(package: str) -> tuple[list[str], Compiler]:
+    """Debian/Ubuntu packages and compiler for `clang-N` or `gcc-N`."""
+    match = re.fullmatch(r"(clang|gcc)-(\d+)", package)
+    if not match:
+        raise UsageError(
+            f"--package {package!r} is not a compiler package this tool knows. "
+            f"Use clang-<N> (e.g. clang-16) or gcc-<N> (e.g. gcc-12)."
+        )
+    family, major = match.groups()
+    if family == "clang":
+        return [f"clang-{major}", f"libomp-{major}-dev"], Compiler(
+            name=f"clang{major}", cc=f"clang-{major}", cxx=f"clang++-{major}", package=package
+        )
+    return [f"gcc-{major}", f"g++-{major}"], Compiler(
+        name=f"gcc{major}", cc=f"gcc-{major}", cxx=f"g++-{major}", package=package
+    )
+
+
+def ensure_toolchain_package(
+    client: docker.DockerClient, settings: Settings, package: str, log: Log = _print
+) -> str:
+    """A toolchain image with a distribution compiler; returns its tag."""
+    packages, compiler = package_compiler(package)
+    builder = ensure_builder(client, settings, log)
+    builder_id = client.images.get(builder).id
+    context = {"builder_image": builder, "packages": packages, "cxx": compiler.cxx}
+    dockerfile = render("toolchain-package", context)
+    key = inputs_key("toolchain-package", dockerfile, builder_id)
+    tag = f"gmxbench-toolchain:{settings.active_platform}-{package}"
+    _refuse_overwrite(client, tag, key)
+    if find_by_inputs(client, key) is None:
+        image_id = engine.build(client, dockerfile, what=tag, log=log)
+        compiler.version = probe_version(client, image_id, compiler.cxx)
+        record = ImageRecord(
+            tag=tag,
+            id=image_id,
+            kind="toolchain",
+            platform=settings.active_platform,
+            base_image=settings.base,
+            compiler=compiler.cxx,
+            compiler_version=compiler.version,
+            inputs=key,
+            created=now_iso(),
+        )
+        labels = {LABEL_PREFIX + "toolchain_json": compiler.model_dump_json()}
+        final = engine.build(
+            client, f"FROM {image_id}\n", what=tag, labels={**record.labels(), **labels}, log=log
+        )
+        client.images.get(final).tag(*tag.split(":"))
+    log(f"toolchain image: {tag}")
+    return tag
+
+
+def probe_version(client: docker.DockerClient, image: str, compiler: str) -> str:
+    code, out = engine.run_capture(client, image, [compiler, "--version"])
+    if code != 0:
+        raise UserError(f"`{compiler} --version` failed in {image}: {out.strip()[:300]}")
+    return out.strip().splitlines()[0]
+
+
+def toolchain_compiler(client: docker.DockerClient, tag: str) -> tuple[Compiler, str]:
+    """The compiler a toolchain image holds, from its labels; and the image id."""
+    image = engine.image_or_none(client, tag)
+    if image is None:
+        raise UserError(
+            f"Toolchain image {tag} is not in the engine. Build one with "
+            f"`nox -s build -- toolchain --package clang-16` (or --llvm <commit>), or `docker load` it."
+        )
+    raw = image.labels.get(LABEL_PREFIX + "toolchain_json")
+    if raw is None:
+        raise UserError(
+            f"{tag} is not a toolchain image of this tool (it has no {LABEL_PREFIX}toolchain_json "
+            f"label). Build one with `nox -s build -- toolchain --package clang-16`."
+        )
+    compiler = Compiler.model_validate_json(raw)
+    compiler.toolchain_image, compiler.toolchain_id = tag, image.id
+    return compiler, str(image.id)
+
+
+def default_compiler(client: docker.DockerClient, settings: Settings, builder: str) -> Compiler:
+    """The stable compiler: ROCm's amdclang++ for HIP, the distribution's c++ on CPU."""
+    if settings.active_platform == "rocm":
+        hip = f"{settings.rocm_path}/bin/amdclang++"
+        return Compiler(name=f"rocm{settings.rocm_version}", cc="cc", cxx="c++", hip=hip)
+    code, out = engine.run_capture(
+        client, builder, ["sh", "-c", "c++ -dumpversion && c++ --version | head -n1"]
+    )
+    if code != 0:
+        raise UserError(f"The builder base {builder} has no working c++: {out.strip()[:300]}")
+    major, version = out.splitlines()[0].split(".")[0], out.splitlines()[1]
+    family = "clang" if "clang" in version.lower() else "gcc"
+    return Compiler(name=f"{family}{major}", cc="cc", cxx="c++", version=version)
+
+
+def build_gromacs(
+    client: docker.DockerClient,
+    settings: Settings,
+    kind: Kind,
+    *,
+    toolchain: str | None = None,
+    log: Log = _print,
+) -> ImageRecord:
+    """Build (or reuse) a stable or dev GROMACS image; returns its record."""
+    platform = settings.active_platform
+    builder = ensure_builder(client, settings, log)
+    builder_image = client.images.get(builder)
+    if kind == "dev":
+        if toolchain is None:
+            raise UsageError(
+                "A dev build needs a compiler: pass --toolchain <image> or --llvm <commit>."
+            )
+        compiler, compiler_id = toolchain_compiler(client, toolchain)
+        compiler_image = toolchain
+    else:
+        compiler, compiler_id, compiler_image = (
+            default_compiler(client, settings, builder),
+            builder_image.id,
+            builder,
+        )
+    source = SourceSpec.from_setting(settings.gromacs_source)
+    template = f"gromacs-{kind}-{platform}"
+    plan_name = "dev-<stamp>" if kind == "dev" else stable_build_name(settings, compiler)
+
+    def context_for(name: str) -> dict[str, Any]:
+        return gromacs_context(
+            settings,
+            kind=kind,
+            builder_image=builder,
+            compiler_image=compiler_image,
+            compiler=compiler,
+            source=source,
+            build_name=name,
+            source_date_epoch=SOURCE_DATE_EPOCH,
+        )
+
+    key = inputs_key(
+        template, render(template, context_for(plan_name)), builder_image.id, compiler_id
+    )
+    existing = find_by_inputs(client, key)
+    if existing is not None:
+        record = _record_of(existing)
+        log(f"up to date: {record.tag} ({existing.id[:19]}), nothing to build")
+        if kind == "dev":
+            existing.tag(*DEV_CURRENT.split(":"))
+        return record
+
+    name = plan_name if kind == "stable" else dev_build_name(compiler)
+    tag = f"{GROMACS_REPO}:{name}"
+    _refuse_overwrite(client, tag, key)
+    context = context_for(name)
+    dockerfile = render(template, context)
+    log(f"building {tag} with {compiler.cxx if platform == 'cpu' else compiler.hip}")
+    image_id = engine.build(
+        client, dockerfile, what=tag, buildkit=uses_buildkit(dockerfile), log=log
+    )
+    info = verify_build(client, image_id, settings, kind, compiler, context["prefix"])
+    source.sha256 = info.pop("_source_sha256", None) or source.sha256
+    context["source"]["sha256"] = source.sha256
+    record = ImageRecord(
+        tag=tag,
+        id="",
+        platform=platform,
+        build=name,
+        base_image=settings.base,
+        base_digest=builder_image.labels.get(LABEL_PREFIX + "base_digest"),
+        rocm_version=settings.rocm_version if platform == "rocm" else None,
+        gromacs_source=source.url,
+        gromacs_ref=source.ref,
+        gromacs_commit=source.revision,
+        gmx_version=info.get("GROMACS version"),
+        compiler=compiler.hip if platform == "rocm" else info.get("_compiler_path", compiler.cxx),
+        compiler_version=info.pop("_compiler_version", compiler.version),
+        toolchain=compiler.toolchain_image,
+        llvm_commit=compiler.llvm_commit,
+        llvm_dirty=compiler.llvm_dirty,
+        cmake_flags=context["raw_cmake_flags"],
+        gpu_arch=settings.target_arch if platform == "rocm" else None,
+        simd=settings.simd,
+        inputs=key,
+        created=now_iso(),
+    )
+    packages = _parse_packages(info.pop("_packages", ""))
+    info.pop("_compiler_path", None)
+    tags = [tag, DEV_CURRENT] if kind == "dev" else [tag]
+    record.id = _label_and_tag(client, image_id, record, tags, log)
+    lock = Lockfile(
+        record=record,
+        template=template,
+        context=context,
+        dockerfile_sha256=hashlib.sha256(dockerfile.encode()).hexdigest(),
+        builder=builder,
+        packages=packages,
+        gmx_version_info=info,
+    )
+    path = save_lockfile(settings.results, lock)
+    log(f"tagged {', '.join(tags)}; lockfile {path}")
+    return record
+
+
+def _record_of(image: Any) -> ImageRecord:
+    tags = [t for t in image.tags if not t.endswith(":dev-current")] or image.tags or ["<none>"]
+    return ImageRecord.from_labels(tags[0], image.id, image.labels)
+
+
+def _parse_packages(text: str) -> dict[str, str]:
+    pairs = (line.split("=", 1) for line in text.splitlines() if "=" in line)
+    return {name: version for name, version in pairs}
+
+
+VERIFY_SCRIPT = """gmx --version 2>&1
+echo '@@compiler'; {compiler} --version 2>&1 | head -n1
+echo '@@path'; readlink -f "$(command -v {compiler})" 2>/dev/null || echo {compiler}
+echo '@@reported'; readlink -f "$(gmx --version 2>/dev/null | sed -n 's/^C++ compiler: *\([^ ]*\).*/\1/p')"
+echo '@@sha'; cat /src/gromacs.tar.gz.sha256 2>/dev/null
+echo '@@hip'; grep -h '^CMAKE_HIP_COMPILER:' {prefix}/CMakeCache.txt 2>/dev/null
+echo '@@packages'; dpkg-query -W -f='${{Package}}=${{Version}}\\n' 2>/dev/null
+"""
+
+
+def verify_build(
+    client: docker.DockerClient,
+    image_id: str,
+    settings: Settings,
+    kind: Kind,
+    compiler: Compiler,
+    prefix: str,
+) -> dict[str, str]:
+    """Check `gmx --version` shows what was asked; raise (tagging nothing) when it does not."""
+    tool = compiler.hip if settings.active_platform == "rocm" else compiler.cxx
+    script = VERIFY_SCRIPT.format(compiler=tool, prefix=prefix)
+    code, out = engine.run_capture(client, image_id, ["sh", "-c", script])
+    sections = dict(
+        (part.split("\n", 1) + [""])[:2] for part in ("@@version\n" + out).split("@@")[1:]
+    )
+    info = {
+        k.strip(): v.strip()
+        for k, v in (
+            line.split(":", 1) for line in sections.get("version", "").splitlines() if ":" in line
+        )
+    }
+    info["_compiler_version"] = sections.get("compiler", "").strip()
+    info["_compiler_path"] = sections.get("path", "").strip()
+    info["_source_sha256"] = sections.get("sha", "").strip()
+    info["_packages"] = sections.get("packages", "")
+    problems = []
+    if "GROMACS version" not in info:
+        problems.append(f"`gmx --version` did not run: {out.strip()[:300]}")
+    else:
+        wanted_gpu = "HIP" if settings.active_platform == "rocm" else "disabled"
+        checks = [
+            ("Precision", lambda v: v.startswith("mixed"), "mixed (GMX_DOUBLE=OFF)"),
+            ("SIMD instructions", lambda v: v == settings.simd, settings.simd),
+            ("OpenMP support", lambda v: v.startswith("enabled"), "enabled"),
+            ("GPU support", lambda v: v.startswith(wanted_gpu), wanted_gpu),
+        ]
+        for label, ok, wanted in checks:
+            if not ok(info.get(label, "")):
+                problems.append(f"{label} is {info.get(label, 'missing')!r}, asked for {wanted}")
+        if settings.active_platform == "cpu":
+            built_with = sections.get("reported", "").strip()
+            if built_with != info["_compiler_path"]:
+                problems.append(
+                    f"C++ compiler is {info.get('C++ compiler')!r}, asked for {compiler.cxx}"
+                )
+        else:
+            hip = sections.get("hip", "").strip().split("=", 1)[-1]
+            if hip != compiler.hip:
+                problems.append(f"CMAKE_HIP_COMPILER is {hip!r}, asked for {compiler.hip}")
+    if problems:
+        hint = ""
+        if any(p.startswith("OpenMP") for p in problems) and "clang" in (tool or ""):
+            hint = " A clang build needs libomp-<N>-dev in the toolchain image for OpenMP."
+        client.images.remove(image_id, noprune=False)
+        raise UserError(
+            f"The {kind} GROMACS build finished but is not what was asked: "
+            + "; ".join(problems)
+            + f". Nothing was tagged.{hint}"
+        )
+    return info
+
+
+def list_images(
+    client: docker.DockerClient, kinds: tuple[str, ...] = ("gromacs",)
+) -> list[ImageRecord]:
+    """Records of the project's tagged images, newest first."""
+    records = []
+    for image in engine.project_images(client):
+        if image.labels.get(LABEL_PREFIX + "kind") not in kinds:
+            continue
+        for tag in image.tags:
+            records.append(ImageRecord.from_labels(tag, image.id, image.labels))
+    return sorted(records, key=lambda r: (r.created or "", r.tag), reverse=True)
+
+
+def records_json(records: list[ImageRecord]) -> str:
+    keys = (
+        "tag id platform build base_image base_digest gromacs_source gromacs_commit compiler "
+        "compiler_version llvm_commit cmake_flags gpu_arch simd created"
+    ).split()
+    return json.dumps([r.model_dump(include=set(keys)) for r in records], indent=2)

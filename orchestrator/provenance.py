@@ -1,0 +1,127 @@
+"""Image provenance: the labels every image carries and the lockfile that rebuilds it.
+
+Labels are the truth that travels with an image (`docker save`, a registry); the
+lockfile under `results/images/` adds what a rebuild needs (template and context).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from orchestrator import LABEL_PREFIX
+
+ImageKind = Literal["base", "builder", "toolchain", "gromacs"]
+
+
+class ImageRecord(BaseModel):
+    """What `images --json` prints: one row per tagged project image."""
+
+    tag: str
+    id: str
+    kind: ImageKind = "gromacs"
+    platform: str | None = None
+    build: str | None = None
+    base_image: str | None = None
+    base_digest: str | None = None
+    rocm_version: str | None = None
+    gromacs_source: str | None = None
+    gromacs_ref: str | None = None
+    gromacs_commit: str | None = None
+    gmx_version: str | None = None
+    compiler: str | None = None
+    compiler_version: str | None = None
+    toolchain: str | None = None
+    llvm_commit: str | None = None
+    llvm_dirty: bool = False
+    cmake_flags: list[str] = Field(default_factory=list)
+    gpu_arch: str | None = None
+    simd: str | None = None
+    inputs: str | None = None
+    created: str | None = None
+
+    def labels(self) -> dict[str, str]:
+        """OCI labels plus ours; JSON-encode lists, skip unknowns (labels are strings)."""
+        out: dict[str, str] = {}
+        for key, value in self.model_dump(exclude={"tag", "id"}).items():
+            if value is None or value == []:
+                continue
+            if isinstance(value, list):
+                out[LABEL_PREFIX + key] = json.dumps(value)
+            elif isinstance(value, bool):
+                out[LABEL_PREFIX + key] = "true" if value else "false"
+            else:
+                out[LABEL_PREFIX + key] = str(value)
+        if self.created:
+            out["org.opencontainers.image.created"] = self.created
+        if self.gromacs_commit:
+            out["org.opencontainers.image.revision"] = self.gromacs_commit
+        if self.gromacs_source:
+            out["org.opencontainers.image.source"] = self.gromacs_source
+        if self.gmx_version:
+            out["org.opencontainers.image.version"] = self.gmx_version
+        out["org.opencontainers.image.title"] = f"gmxbench {self.kind} {self.build or ''}".strip()
+        return out
+
+    @classmethod
+    def from_labels(cls, tag: str, image_id: str, labels: dict[str, str]) -> ImageRecord:
+        data: dict[str, Any] = {"tag": tag, "id": image_id}
+        for name, field in cls.model_fields.items():
+            raw = labels.get(LABEL_PREFIX + name)
+            if raw is None or name in ("tag", "id"):
+                continue
+            if field.annotation == list[str]:
+                data[name] = json.loads(raw)
+            elif field.annotation is bool:
+                data[name] = raw == "true"
+            else:
+                data[name] = raw
+        return cls.model_validate(data)
+
+
+class Lockfile(BaseModel):
+    """Everything needed to rebuild an image: its record, template, context and packages."""
+
+    schema_version: int = 1
+    record: ImageRecord
+    template: str
+    context: dict[str, Any]
+    dockerfile_sha256: str
+    builder: str | None = None
+    packages: dict[str, str] = Field(default_factory=dict)
+    gmx_version_info: dict[str, str] = Field(default_factory=dict)
+    registry_digest: str | None = None
+
+
+def lockfile_path(results_dir: Path, tag: str) -> Path:
+    return results_dir / "images" / (tag.replace("/", "_").replace(":", "__") + ".lock.json")
+
+
+def write_json_atomic(path: Path, data: str) -> None:
+    """Write via a temp file in the same directory and rename: never a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save_lockfile(results_dir: Path, lock: Lockfile) -> Path:
+    path = lockfile_path(results_dir, lock.record.tag)
+    write_json_atomic(path, lock.model_dump_json(indent=2) + "\n")
+    return path
+
+
+def load_lockfile(path: Path) -> Lockfile:
+    return Lockfile.model_validate_json(path.read_text())

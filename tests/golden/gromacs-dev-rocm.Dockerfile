@@ -1,0 +1,46 @@
+# GROMACS dev, ROCm platform: same source and recipe as stable for gfx1201, but HIP
+# goes straight through the toolchain under test, with the flags hipcc would inject:
+#   /opt/llvm-d7fead0f/bin/clang++
+#   from gmxbench-toolchain:rocm-example
+FROM gmxbench-builder:rocm-example AS source
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+WORKDIR /src
+RUN git clone --quiet --filter=blob:none --no-checkout https://gitlab.com/gromacs/gromacs.git gromacs \
+ && git -C gromacs checkout --quiet 7f24a2dbf3000000000000000000000000000000 \
+ && tar -C /src --sort=name --mtime=@1704067200 --owner=0 --group=0 --numeric-owner \
+        --exclude=.git -czf gromacs.tar.gz gromacs \
+ && rm -rf gromacs
+RUN sha256sum gromacs.tar.gz | cut -d' ' -f1 > gromacs.tar.gz.sha256
+
+FROM gmxbench-toolchain:rocm-example
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+COPY --from=source /src/gromacs.tar.gz /src/gromacs.tar.gz.sha256 /src/
+ENV SOURCE_DATE_EPOCH=1704067200
+RUN mkdir -p /src/gromacs \
+ && tar -C /src/gromacs --strip-components=1 -xzf /src/gromacs.tar.gz \
+ && cmake -S /src/gromacs -B /build/gromacs \
+      -G Ninja \
+      -DCMAKE_BUILD_TYPE=Release \
+      -DGMX_GPU=HIP \
+      -DCMAKE_HIP_COMPILER=/opt/llvm-d7fead0f/bin/clang++ \
+      -DCMAKE_HIP_COMPILER_ROCM_ROOT=/opt/rocm/core-7.12 \
+      '-DCMAKE_HIP_FLAGS=--rocm-path=/opt/rocm/core-7.12 --offload-arch=gfx1201 -fPIC -fno-gpu-rdc -ffast-math -munsafe-fp-atomics -fdenormal-fp-math=ieee -fcuda-flush-denormals-to-zero -fno-slp-vectorize -Wno-unused-command-line-argument -Wno-pass-failed --rocm-device-lib-path=/opt/rocm/core-7.12/lib/llvm/amdgcn/bitcode' \
+      -DGMX_HIP_TARGET_ARCH=gfx1201 \
+      -DCMAKE_HIP_ARCHITECTURES=gfx1201 \
+      -DGPU_TARGETS=gfx1201 \
+      -DCMAKE_PREFIX_PATH=/opt/rocm/core-7.12 \
+      -DGMX_MPI=OFF \
+      -DGMX_OPENMP=ON \
+      -DGMX_BUILD_OWN_FFTW=OFF \
+      -DCMAKE_INSTALL_PREFIX=/opt/gromacs/dev-llvm-d7fead0f-20260516-0243 \
+      -DGMX_DOUBLE=OFF \
+      -DGMX_SIMD=AVX2_256 \
+      -DGMX_USE_RDTSCP=ON \
+      -DHIPCC_HAS_TARGET_ARCH_gfx1201=TRUE \
+ && ninja -C /build/gromacs -j"$(nproc)" install \
+ && cp /build/gromacs/CMakeCache.txt /opt/gromacs/dev-llvm-d7fead0f-20260516-0243/CMakeCache.txt \
+ && rm -rf /build/gromacs /src/gromacs
+ENV PATH=/opt/gromacs/dev-llvm-d7fead0f-20260516-0243/bin:$PATH \
+    GMXBENCH_BUILD=dev-llvm-d7fead0f-20260516-0243 \
+    GMXBENCH_PREFIX=/opt/gromacs/dev-llvm-d7fead0f-20260516-0243
+WORKDIR /run

@@ -1,0 +1,41 @@
+# GROMACS stable, ROCm platform: the reference baseline for gfx1201, built with
+# ROCm's own compiler and left untouched between LLVM iterations:
+#   /opt/rocm/core-7.12/bin/amdclang++
+FROM gmxbench-builder:rocm-example AS source
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+WORKDIR /src
+RUN git clone --quiet --filter=blob:none --no-checkout https://gitlab.com/gromacs/gromacs.git gromacs \
+ && git -C gromacs checkout --quiet 7f24a2dbf3000000000000000000000000000000 \
+ && tar -C /src --sort=name --mtime=@1704067200 --owner=0 --group=0 --numeric-owner \
+        --exclude=.git -czf gromacs.tar.gz gromacs \
+ && rm -rf gromacs
+RUN sha256sum gromacs.tar.gz | cut -d' ' -f1 > gromacs.tar.gz.sha256
+
+FROM gmxbench-builder:rocm-example
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+COPY --from=source /src/gromacs.tar.gz /src/gromacs.tar.gz.sha256 /src/
+ENV SOURCE_DATE_EPOCH=1704067200
+RUN mkdir -p /src/gromacs \
+ && tar -C /src/gromacs --strip-components=1 -xzf /src/gromacs.tar.gz \
+ && cmake -S /src/gromacs -B /build/gromacs \
+      -G Ninja \
+      -DCMAKE_BUILD_TYPE=Release \
+      -DGMX_GPU=HIP \
+      -DCMAKE_HIP_COMPILER=/opt/rocm/core-7.12/bin/amdclang++ \
+      -DCMAKE_HIP_COMPILER_ROCM_ROOT=/opt/rocm/core-7.12 \
+      -DGMX_HIP_TARGET_ARCH=gfx1201 \
+      -DCMAKE_PREFIX_PATH=/opt/rocm/core-7.12 \
+      -DGMX_MPI=OFF \
+      -DGMX_OPENMP=ON \
+      -DGMX_BUILD_OWN_FFTW=OFF \
+      -DCMAKE_INSTALL_PREFIX=/opt/gromacs/stable-rocm7.12 \
+      -DGMX_DOUBLE=OFF \
+      -DGMX_SIMD=AVX2_256 \
+      -DGMX_USE_RDTSCP=ON \
+ && ninja -C /build/gromacs -j"$(nproc)" install \
+ && cp /build/gromacs/CMakeCache.txt /opt/gromacs/stable-rocm7.12/CMakeCache.txt \
+ && rm -rf /build/gromacs /src/gromacs
+ENV PATH=/opt/gromacs/stable-rocm7.12/bin:$PATH \
+    GMXBENCH_BUILD=stable-rocm7.12 \
+    GMXBENCH_PREFIX=/opt/gromacs/stable-rocm7.12
+WORKDIR /run

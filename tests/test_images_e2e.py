@@ -1,0 +1,101 @@
+"""Stable, toolchain and dev images built for real on the CPU platform."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator import engine as engine_mod
+from orchestrator.images import build_gromacs, list_images, records_json
+from orchestrator.provenance import load_lockfile, lockfile_path
+
+pytestmark = [pytest.mark.engine, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parent.parent
+JSON_KEYS = (
+    "tag id platform build base_image base_digest gromacs_source gromacs_commit compiler "
+    "compiler_version llvm_commit cmake_flags gpu_arch simd created"
+).split()
+
+
+def _json_record(engine: Any, tag: str) -> dict[str, Any]:
+    rows = json.loads(records_json(list_images(engine)))
+    return next(r for r in rows if r["tag"] == tag)
+
+
+def test_stable_record_is_complete(engine: Any, stable_image: Any) -> None:
+    row = _json_record(engine, stable_image.tag)
+    assert set(row) == set(JSON_KEYS)
+    not_applicable = {"llvm_commit", "gpu_arch"}  # stable has no LLVM commit; CPU has no GPU
+    for key in set(JSON_KEYS) - not_applicable:
+        assert row[key], f"{key} is empty in {row}"
+    assert row["tag"].startswith("gromacs:stable-cpu-gcc")
+    assert row["platform"] == "cpu"
+    assert row["simd"] == "AVX2_256"
+    assert row["gromacs_commit"].startswith("sha256:")
+    assert "-DGMX_SIMD=AVX2_256" in row["cmake_flags"]
+    assert row["compiler_version"].startswith(("c++", "g++"))
+
+
+def test_stable_rebuild_is_fast_and_identical(
+    engine: Any, cpu_settings: Any, stable_image: Any
+) -> None:
+    started = time.monotonic()
+    again = build_gromacs(engine, cpu_settings, "stable")
+    elapsed = time.monotonic() - started
+    assert again.id == stable_image.id
+    assert elapsed < 10, f"no-change rebuild took {elapsed:.1f} s"
+
+
+def test_stable_gmx_version_matches_request(engine: Any, stable_image: Any) -> None:
+    code, out = engine_mod.run_capture(engine, stable_image.tag, ["gmx", "--version"])
+    assert code == 0
+    assert "SIMD instructions:  AVX2_256" in out
+    assert "OpenMP support:     enabled" in out
+    assert "Precision:          mixed" in out
+
+
+def test_dev_built_with_toolchain_clang(engine: Any, dev_image: Any, toolchain_image: str) -> None:
+    code, out = engine_mod.run_capture(engine, dev_image.tag, ["gmx", "--version"])
+    assert code == 0
+    cxx_line = next(line for line in out.splitlines() if line.startswith("C++ compiler:"))
+    assert "clang" in cxx_line.lower() and "16" in cxx_line
+    row = _json_record(engine, dev_image.tag)
+    assert "clang" in row["compiler"] and "clang version 16" in row["compiler_version"]
+    assert row["tag"].startswith("gromacs:dev-clang16-")
+    current = engine.images.get("gromacs:dev-current")
+    assert current.id == dev_image.id
+
+
+def test_stable_and_dev_flags_differ_only_in_compiler(stable_image: Any, dev_image: Any) -> None:
+    def strip(flags: list[str]) -> set[str]:
+        return {f for f in flags if "COMPILER" not in f and "INSTALL_PREFIX" not in f}
+
+    assert strip(stable_image.cmake_flags) == strip(dev_image.cmake_flags)
+    assert stable_image.gromacs_commit == dev_image.gromacs_commit
+
+
+def test_lockfile_written(cpu_settings: Any, stable_image: Any) -> None:
+    lock = load_lockfile(lockfile_path(cpu_settings.results, stable_image.tag))
+    assert lock.record.id == stable_image.id
+    assert lock.template == "gromacs-stable-cpu"
+    assert lock.packages.get("cmake")
+    assert len(lock.context["source"]["sha256"]) == 64
+
+
+def test_images_cli_json(engine: Any, stable_image: Any) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "images", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stderr
+    tags = [row["tag"] for row in json.loads(proc.stdout)]
+    assert stable_image.tag in tags

@@ -1,0 +1,201 @@
+"""Runs: container configuration (both platforms), preflight, and real CPU runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator.errors import UserError
+from orchestrator.platforms import CpuPlatform, RocmPlatform, preflight
+from orchestrator.runner import RunRequest, dry_run_text, execute, mdrun_command, plan_run
+from orchestrator.runrecord import load_result
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_mdrun_command_defaults_and_passthrough() -> None:
+    cmd = mdrun_command(2, 4000, ["-noconfout"], ["-notunepme"])
+    assert cmd[:10] == [
+        "gmx",
+        "mdrun",
+        "-v",
+        "-deffnm",
+        "topol",
+        "-ntmpi",
+        "1",
+        "-ntomp",
+        "2",
+        "-pin",
+    ]
+    assert "-resethway" in cmd and cmd[cmd.index("-nsteps") + 1] == "4000"
+    assert cmd[-2:] == ["-noconfout", "-notunepme"]
+    user = mdrun_command(2, 4000, [], ["-nsteps", "100", "-resetstep", "50"])
+    assert "-resethway" not in user and user.count("-nsteps") == 1
+
+
+def test_rocm_options_devices_groups_security_env(tmp_path: Path) -> None:
+    dev = tmp_path / "dev"
+    (dev / "dri").mkdir(parents=True)
+    (dev / "kfd").touch()
+    (dev / "dri" / "renderD129").touch()
+    os.chown(dev / "kfd", 0, 44)
+    os.chown(dev / "dri" / "renderD129", 0, 109)
+    opts = RocmPlatform(dev_root=dev).container_options(device=1)
+    assert opts.devices == ["/dev/kfd:/dev/kfd:rwm", "/dev/dri/renderD129:/dev/dri/renderD129:rwm"]
+    assert opts.group_add == ["44", "109"]
+    assert opts.security_opt == ["seccomp=unconfined"]
+    assert opts.environment == {"HIP_VISIBLE_DEVICES": "1", "ROCR_VISIBLE_DEVICES": "1"}
+    assert opts.problems == []
+
+
+def test_rocm_missing_devices_are_preflight_problems(tmp_path: Path) -> None:
+    opts = RocmPlatform(dev_root=tmp_path).container_options(device=0)
+    problems = preflight({}, RocmPlatform(dev_root=tmp_path), opts)
+    assert any("/dev/kfd does not exist" in p for p in problems)
+    assert any("/dev/dri/renderD128 does not exist" in p for p in problems)
+
+
+def test_rocm_trace_wraps_mdrun_in_rocprofv3() -> None:
+    wrapped = RocmPlatform().wrap(["gmx", "mdrun"], "trace")
+    assert wrapped == [
+        "rocprofv3", "--kernel-trace", "--stats", "--output-format", "csv",
+        "-d", "/run/rocprof", "--", "gmx", "mdrun",
+    ]  # fmt: skip
+    assert CpuPlatform().wrap(["gmx", "mdrun"], "trace") == ["gmx", "mdrun"]
+
+
+def test_simd_preflight() -> None:
+    problems = preflight(
+        {"gmxbench.simd": "AVX_512_KNL_FAKE"}, CpuPlatform(), CpuPlatform().container_options(0)
+    )
+    assert problems == []  # unknown levels are not guessed at
+    from orchestrator import platforms
+
+    needs = platforms.SIMD_CPU_FLAGS["AVX2_256"]
+    host = platforms.host_cpu_flags()
+    problems = preflight(
+        {"gmxbench.simd": "AVX2_256"}, CpuPlatform(), CpuPlatform().container_options(0)
+    )
+    assert bool(problems) == (not needs <= host)
+
+
+# Engine tests --------------------------------------------------------------------------
+
+engine_mark = pytest.mark.engine
+
+
+@engine_mark
+def test_missing_image_is_clear(engine: Any, cpu_settings: Any) -> None:
+    with pytest.raises(
+        UserError, match=r"Image gromacs:no-such-build is not in the engine\. Build it"
+    ):
+        plan_run(engine, cpu_settings, RunRequest(build="no-such-build", system="water"))
+
+
+@engine_mark
+def test_dry_run_cpu_shows_exact_config(engine: Any, cpu_settings: Any, stable_image: Any) -> None:
+    plan = plan_run(
+        engine, cpu_settings, RunRequest(build=stable_image.build, system="water", tag="dry")
+    )
+    shown = json.loads(dry_run_text(plan))
+    assert shown["image"] == stable_image.id
+    assert shown["command"] == ["sh", "/run/run.sh"]
+    assert "devices" not in shown and "group_add" not in shown and "security_opt" not in shown
+    assert shown["volumes"] == {str(plan.run_dir.resolve()): {"bind": "/run", "mode": "rw"}}
+    assert "gmx mdrun -v -deffnm topol -ntmpi 1" in shown["run.sh"]
+    assert not plan.run_dir.exists()
+
+
+@engine_mark
+def test_dry_run_rocm_cli(engine: Any, stable_image: Any, tmp_path: Path) -> None:
+    """The rocm platform's passthrough, shown for a CPU image relabelled as rocm."""
+    image = engine.images.get(stable_image.tag)
+    from orchestrator import engine as engine_mod
+
+    rocm_id = engine_mod.build(
+        engine,
+        f"FROM {image.id}\n",
+        what="rocm-labelled",
+        labels={
+            "gmxbench.platform": "rocm",
+            "gmxbench.build": "stable-rocm7.12",
+            "gmxbench.kind": "test",
+        },
+        log=lambda _: None,
+    )
+    engine.images.get(rocm_id).tag("gmxbench-test/rocm-dry", tag="1")
+    try:
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "orchestrator",
+                "run",
+                "gmxbench-test/rocm-dry:1",
+                "water",
+                "--profile=trace",
+                "--device",
+                "1",
+                "--dry-run",
+            ],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            env={**os.environ, "ORCH_RESULTS_DIR": str(tmp_path)},
+        )
+        assert proc.returncode == 0, proc.stderr
+        shown = json.loads(proc.stdout)
+        assert shown["devices"] == [
+            "/dev/kfd:/dev/kfd:rwm",
+            "/dev/dri/renderD129:/dev/dri/renderD129:rwm",
+        ]
+        assert shown["security_opt"] == ["seccomp=unconfined"]
+        assert shown["environment"]["HIP_VISIBLE_DEVICES"] == "1"
+        assert shown["environment"]["ROCR_VISIBLE_DEVICES"] == "1"
+        assert (
+            "rocprofv3 --kernel-trace --stats --output-format csv -d /run/rocprof --"
+            in shown["run.sh"]
+        )
+        assert any("/dev/kfd does not exist" in p for p in shown["preflight_problems"])
+    finally:
+        engine.images.remove("gmxbench-test/rocm-dry:1")
+
+
+@engine_mark
+def test_cpu_run_end_to_end(engine: Any, cpu_settings: Any, stable_image: Any) -> None:
+    req = RunRequest(build=stable_image.build, system="water:3k", tag="e2e", steps=1000)
+    result = execute(engine, cpu_settings, plan_run(engine, cpu_settings, req))
+    assert result.finished, result.failure
+    assert result.ns_per_day and result.ns_per_day > 0
+    run_dir = cpu_settings.results / result.run_id
+    on_disk = load_result(run_dir)
+    assert on_disk.finished and on_disk.ns_per_day == result.ns_per_day
+    assert on_disk.llvm_commit is None and on_disk.atoms and on_disk.atoms > 2000
+    assert on_disk.image.labels["gmxbench.build"] == stable_image.build
+    for name in ("topol.log", "topol.tpr", "run.sh", "stdout.log", "stderr.log", "conf.gro"):
+        assert (run_dir / name).exists(), name
+    assert not engine.containers.list(all=True, filters={"label": "gmxbench.role=run"})
+    with pytest.raises(UserError, match="already exists; runs are never overwritten"):
+        execute(engine, cpu_settings, plan_run(engine, cpu_settings, req))
+    assert load_result(run_dir).ns_per_day == result.ns_per_day
+
+
+@engine_mark
+def test_killed_run_is_recorded_unfinished(
+    engine: Any, cpu_settings: Any, stable_image: Any
+) -> None:
+    req = RunRequest(
+        build=stable_image.build, system="water:24k", tag="killed", steps=200000, timeout=4
+    )
+    result = execute(engine, cpu_settings, plan_run(engine, cpu_settings, req))
+    assert not result.finished
+    assert result.ns_per_day is None
+    assert "timed out after 4 s" in (result.failure or "")
+    assert load_result(cpu_settings.results / result.run_id).finished is False
+    assert not engine.containers.list(all=True, filters={"label": "gmxbench.role=run"})

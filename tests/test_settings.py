@@ -1,0 +1,143 @@
+"""Settings: sources, precedence, derived values, and the errors users see."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from orchestrator.errors import UsageError
+from orchestrator.settings import DEFAULT_CPU_BASE, DEFAULT_ROCM_BASE, load_settings
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_defaults_for_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ORCH_PLATFORM", "cpu")
+    s = load_settings()
+    assert s.active_platform == "cpu"
+    assert s.base == DEFAULT_CPU_BASE
+    assert s.gromacs_source.url == "deb-src:gromacs"
+    assert s.results == Path("results")
+    assert s.simd == "AVX2_256"
+
+
+def test_defaults_for_rocm(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ORCH_PLATFORM", "rocm")
+    s = load_settings()
+    assert s.base == DEFAULT_ROCM_BASE
+    assert s.rocm_path == "/opt/rocm/core-7.12"
+    assert s.gromacs_source.ref == "4947-hip-feature-enablement"
+    assert s.target_arch.startswith("gfx")
+
+
+def test_env_beats_toml(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "orchestrator.toml").write_text(
+        'platform = "cpu"\nsimd = "AVX_512"\n[gromacs]\nurl = "deb-src:gromacs"\nref = "2023.1"\n'
+    )
+    monkeypatch.setenv("ORCH_SIMD", "AVX2_256")
+    s = load_settings()
+    assert s.simd == "AVX2_256"
+    assert s.gromacs_source.ref == "2023.1"
+
+
+def test_nested_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ORCH_GROMACS__URL", "git+https://example.org/gromacs.git")
+    monkeypatch.setenv("ORCH_GROMACS__REF", "v2025.3")
+    s = load_settings()
+    assert s.gromacs_source.ref == "v2025.3"
+
+
+def test_pyproject_table(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[tool.orchestrator]\ngpu_arch = "gfx90a"\n')
+    assert load_settings().target_arch == "gfx90a"
+
+
+@pytest.mark.parametrize(
+    ("var", "value", "expected"),
+    [
+        (
+            "ORCH_PLATFORM",
+            "cuda",
+            "ORCH_PLATFORM (got 'cuda'): Input should be 'auto', 'rocm' or 'cpu'",
+        ),
+        ("ORCH_SIMD", "AVX3", "ORCH_SIMD (got 'AVX3'): must be one of None, SSE2"),
+        ("ORCH_GPU_ARCH", "rdna4", "ORCH_GPU_ARCH (got 'rdna4'): must look like gfx1201"),
+        ("ORCH_BASE_IMAGE", "Bad Image!", "ORCH_BASE_IMAGE (got 'Bad Image!'): must be an image"),
+        ("ORCH_JOBS", "zero", "ORCH_JOBS (got 'zero')"),
+    ],
+)
+def test_invalid_values_name_the_setting(
+    monkeypatch: pytest.MonkeyPatch, var: str, value: str, expected: str
+) -> None:
+    monkeypatch.setenv(var, value)
+    with pytest.raises(UsageError) as err:
+        load_settings()
+    assert expected in err.value.message
+    assert err.value.exit_code == 2
+
+
+def test_digest_pinned_base_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
+    ref = "rocm/dev-ubuntu-24.04:7.12-complete@sha256:" + "a" * 64
+    monkeypatch.setenv("ORCH_BASE_IMAGE", ref)
+    assert load_settings().base == ref
+
+
+def test_malformed_toml(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "orchestrator.toml").write_text("platform = \n")
+    with pytest.raises(UsageError, match="orchestrator.toml .* is not valid TOML"):
+        load_settings()
+
+
+def test_webhook_is_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "https://discord.com/api/webhooks/123/sekrit-token"
+    monkeypatch.setenv("ORCH_WEBHOOK_URL", secret)
+    s = load_settings()
+    assert secret not in repr(s)
+    assert secret not in str(s.public_dump())
+    assert s.public_dump()["webhook_url"] == "<set>"
+
+
+def _cli(*args: str, env: dict[str, str], cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), **env},
+        cwd=cwd,
+    )
+
+
+def test_cli_bad_setting_exit_2_no_traceback() -> None:
+    proc = _cli("settings", env={"ORCH_PLATFORM": "cuda"})
+    assert proc.returncode == 2
+    assert "ORCH_PLATFORM" in proc.stderr and "'rocm'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_cli_malformed_toml_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "orchestrator.toml").write_text("[broken\n")
+    proc = _cli("settings", env={}, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "not valid TOML" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_cli_missing_engine() -> None:
+    proc = _cli("images", env={"DOCKER_HOST": "unix:///nonexistent/docker.sock"})
+    assert proc.returncode == 1
+    assert "No Docker Engine answers at unix:///nonexistent/docker.sock" in proc.stderr
+    assert "dockerd" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_cli_settings_hides_webhook() -> None:
+    proc = _cli("settings", env={"ORCH_WEBHOOK_URL": "https://hooks.example/sekrit"})
+    assert proc.returncode == 0, proc.stderr
+    assert "sekrit" not in proc.stdout + proc.stderr
+    assert "<set>" in proc.stdout

@@ -1,0 +1,195 @@
+"""orchestrator.stats against scipy reference values (tests/data/stats_vectors.json)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator import stats
+
+VECTORS: dict[str, Any] = json.loads(
+    (Path(__file__).parent / "data" / "stats_vectors.json").read_text(encoding="utf-8")
+)
+MWU = VECTORS["mann_whitney"]
+
+
+def _ids(cases: list[dict[str, Any]]) -> list[str]:
+    return [c["name"] for c in cases]
+
+
+@pytest.mark.parametrize("case", MWU, ids=_ids(MWU))
+def test_mann_whitney_matches_scipy(case: dict[str, Any]) -> None:
+    u, p = stats.mann_whitney_exact(case["a"], case["b"])
+    assert u == case["u"]
+    if case["p_exact"] is not None:
+        assert len(case["a"]) + len(case["b"]) <= stats.EXACT_MAX_N
+        assert p == pytest.approx(case["p_exact"], rel=0, abs=1e-9)
+    else:  # too large for the exact path: scipy's asymptotic value
+        assert len(case["a"]) + len(case["b"]) > stats.EXACT_MAX_N
+        assert p == pytest.approx(case["p_asymptotic"], rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("case", MWU, ids=_ids(MWU))
+def test_mann_whitney_asymptotic_matches_scipy(case: dict[str, Any]) -> None:
+    u, p = stats.mann_whitney_asymptotic(case["a"], case["b"])
+    assert u == case["u"]
+    assert p == pytest.approx(case["p_asymptotic"], rel=1e-9, abs=1e-12)
+
+
+def test_vectors_cover_the_required_cases() -> None:
+    names = " ".join(_ids(MWU))
+    for needed in ("3v3", "4v4", "5v5", "7v7", "ties", "identical", "separation", "3v6"):
+        assert needed in names
+    assert any(c["ties"] and c["exact_method"] == "permutation" for c in MWU)
+
+
+def test_mann_whitney_symmetry() -> None:
+    a, b = [1.0, 2.5, 3.0, 7.0], [2.0, 4.0, 5.0, 6.0, 8.0]
+    u_ab, p_ab = stats.mann_whitney_exact(a, b)
+    u_ba, p_ba = stats.mann_whitney_exact(b, a)
+    assert u_ab + u_ba == len(a) * len(b)
+    assert p_ab == pytest.approx(p_ba, abs=1e-12)
+
+
+def test_identical_samples_give_p_one() -> None:
+    assert stats.mann_whitney_exact([4.0, 5.0, 6.0], [4.0, 5.0, 6.0])[1] == 1.0
+    assert stats.mann_whitney_exact([7.0] * 3, [7.0] * 3)[1] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("n_a", "n_b", "expected"),
+    [(3, 3, 0.1), (4, 4, 2 / 70), (5, 5, 2 / 252), (3, 6, 2 / 84), (1, 1, 1.0), (2, 2, 1 / 3)],
+)
+def test_min_attainable_p(n_a: int, n_b: int, expected: float) -> None:
+    assert stats.min_attainable_p(n_a, n_b) == pytest.approx(expected, abs=1e-12)
+
+
+def test_min_attainable_p_is_reached_by_complete_separation() -> None:
+    for n in (3, 4, 5, 6):
+        low, high = [float(i) for i in range(n)], [float(i + 100) for i in range(n)]
+        assert stats.mann_whitney_exact(low, high)[1] == pytest.approx(
+            stats.min_attainable_p(n, n), abs=1e-12
+        )
+
+
+@pytest.mark.parametrize("case", VECTORS["quantiles"])
+def test_median_and_iqr_match_numpy(case: dict[str, Any]) -> None:
+    assert stats.median(case["values"]) == pytest.approx(case["median"], abs=1e-12)
+    assert stats.iqr(case["values"]) == pytest.approx(case["iqr"], abs=1e-12)
+    assert stats.spread(case["values"]) == (min(case["values"]), max(case["values"]))
+
+
+@pytest.mark.parametrize("case", VECTORS["bootstrap"], ids=_ids(VECTORS["bootstrap"]))
+def test_bootstrap_ci_sane_and_close_to_scipy(case: dict[str, Any]) -> None:
+    a, b = case["a"], case["b"]
+    low, high = stats.bootstrap_ratio_ci(a, b, seed=3)
+    ratio = stats.median(b) / stats.median(a)
+    assert low <= ratio <= high
+    assert min(b) / max(a) <= low <= high <= max(b) / min(a)
+    # Different random streams: endpoints agree within a few percent of the ratio.
+    assert low == pytest.approx(case["ci_low"], rel=0.03)
+    assert high == pytest.approx(case["ci_high"], rel=0.03)
+
+
+def test_bootstrap_is_deterministic_and_narrows_with_confidence() -> None:
+    a, b = [10.0, 10.4, 9.8, 10.1, 10.3], [9.1, 9.3, 9.0, 9.4, 9.2]
+    first = stats.bootstrap_ratio_ci(a, b, seed=42)
+    assert first == stats.bootstrap_ratio_ci(a, b, seed=42)
+    narrow = stats.bootstrap_ratio_ci(a, b, seed=42, confidence=0.5)
+    assert first[0] <= narrow[0] <= narrow[1] <= first[1]
+    assert first[1] < 1.0
+
+
+def test_bad_inputs_raise() -> None:
+    with pytest.raises(ValueError):
+        stats.mann_whitney_exact([], [1.0])
+    with pytest.raises(ValueError):
+        stats.median([1.0, math.nan])
+    with pytest.raises(ValueError):
+        stats.compare_samples([0.0, 1.0], [1.0, 2.0], higher_is_better=True)
+
+
+# --- compare_samples -------------------------------------------------------------------------
+
+BASE = [100.0, 103.0, 98.0, 101.0, 99.5]
+SHIFTED = [v * 1.10 for v in BASE]
+
+
+def test_a_a_overlapping_is_not_significant() -> None:
+    v = stats.compare_samples(BASE, [99.0, 102.0, 100.5, 98.5, 101.5], higher_is_better=False)
+    assert v.testable and not v.significant
+    assert v.marker == "•" and v.improved is None
+    assert v.p_value is not None and v.p_value > 0.05
+    assert "within noise" in v.note
+
+
+@pytest.mark.parametrize(
+    ("higher_is_better", "marker", "word"), [(True, "🚀", "faster"), (False, "🐢", "slower")]
+)
+def test_clear_10pct_increase(higher_is_better: bool, marker: str, word: str) -> None:
+    v = stats.compare_samples(BASE, SHIFTED, higher_is_better=higher_is_better)
+    assert v.significant and v.testable
+    assert v.marker == marker and v.improved is higher_is_better
+    assert v.delta_pct == pytest.approx(10.0)
+    assert v.p_value == pytest.approx(2 / 252)
+    assert v.ci_low is not None and v.ci_high is not None and v.ci_low > 1.0
+    assert v.test_method == "exact"
+    assert v.note.startswith(f"{word} by 10.0% (p = 0.0079, 95% CI of ratio")
+
+
+@pytest.mark.parametrize(("higher_is_better", "marker"), [(True, "🐢"), (False, "🚀")])
+def test_clear_10pct_decrease(higher_is_better: bool, marker: str) -> None:
+    v = stats.compare_samples(SHIFTED, BASE, higher_is_better=higher_is_better)
+    assert v.significant and v.marker == marker
+    assert v.improved is (not higher_is_better)
+    assert v.ci_high is not None and v.ci_high < 1.0
+
+
+def test_3v3_complete_separation_is_untestable() -> None:
+    v = stats.compare_samples([10.0, 10.1, 10.2], [12.0, 12.1, 12.2], higher_is_better=False)
+    assert not v.testable and not v.significant
+    assert v.marker == "•" and v.improved is None
+    assert v.p_value == pytest.approx(0.1)
+    assert v.delta_pct == pytest.approx(100 * 2 / 10.1)
+    assert "3 vs 3 runs cannot reach p < 0.05" in v.note
+    assert "minimum p = 0.10" in v.note and "--repeats 4" in v.note
+
+
+def test_single_run_shows_delta_but_noise_unknown() -> None:
+    v = stats.compare_samples([100.0], [90.0], higher_is_better=False)
+    assert v.delta_pct == pytest.approx(-10.0) and v.delta_abs == pytest.approx(-10.0)
+    assert v.p_value is None and v.ci_low is None and v.ci_high is None
+    assert not v.testable and not v.significant and v.marker == "•"
+    assert "noise unknown" in v.note
+    one_side = stats.compare_samples([100.0], BASE, higher_is_better=True)
+    assert one_side.p_value is None and "noise unknown" in one_side.note
+
+
+def test_one_pct_significant_with_threshold_two_has_no_marker() -> None:
+    base = [100.0, 100.1, 100.2, 100.3, 100.4]
+    cand = [101.0, 101.1, 101.2, 101.3, 101.4]
+    v = stats.compare_samples(base, cand, higher_is_better=True, threshold_pct=2.0)
+    assert v.significant and v.improved is True
+    assert v.delta_pct == pytest.approx(1.0, abs=0.01)
+    assert v.marker == "•"
+    assert "within the 2% threshold" in v.note
+    lower = stats.compare_samples(base, cand, higher_is_better=True, threshold_pct=0.5)
+    assert lower.marker == "🚀"
+
+
+def test_spreads_and_model_fields() -> None:
+    v = stats.compare_samples(BASE, SHIFTED, higher_is_better=True)
+    assert v.baseline_spread == (98.0, 103.0)
+    assert v.baseline_iqr == pytest.approx(101.0 - 99.5)
+    assert v.n_baseline == v.n_candidate == 5
+    assert v.min_attainable_p == pytest.approx(2 / 252)
+    assert stats.Verdict.model_validate_json(v.model_dump_json()) == v
+
+
+def test_stricter_alpha_needs_more_repeats() -> None:
+    v = stats.compare_samples(BASE[:4], SHIFTED[:4], higher_is_better=True, alpha=0.01)
+    assert not v.testable and "--repeats 5" in v.note

@@ -1,0 +1,289 @@
+"""Rendered Dockerfiles: exact golden text (hpccm style) plus the recipe properties.
+
+The goldens in tests/golden/ are renders of `example_context` with settings spelled
+out here, so no ORCH_* variable, orchestrator.toml or host GPU changes them. After a
+deliberate template change, regenerate them with `python tests/update_golden.py`
+(or `UPDATE_GOLDEN=1 python -m pytest tests/test_templates.py`) and review the diff.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator.contexts import example_context
+from orchestrator.errors import UsageError
+from orchestrator.render import render, templates, uses_buildkit
+from orchestrator.settings import Settings
+
+GOLDEN = Path(__file__).parent / "golden"
+UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
+ROCM = "/opt/rocm/core-7.12"
+ARCH = "gfx1201"
+LOCAL_LLVM = "/home/dev/llvm-project"
+
+#: Golden name -> (template, settings). Every template has one under its own name;
+#: `<template>@<variant>` pins another rendering of the same template.
+CASES: dict[str, tuple[str, dict[str, Any]]] = {
+    "cpu-base": ("cpu-base", {"platform": "cpu"}),
+    "rocm-base": ("rocm-base", {"platform": "rocm"}),
+    "toolchain-package": ("toolchain-package", {"platform": "cpu"}),
+    "toolchain-llvm": ("toolchain-llvm", {"platform": "rocm"}),
+    "toolchain-llvm@context": ("toolchain-llvm", {"platform": "rocm", "llvm_source": LOCAL_LLVM}),
+    "gromacs-stable-cpu": ("gromacs-stable-cpu", {"platform": "cpu"}),
+    "gromacs-dev-cpu": ("gromacs-dev-cpu", {"platform": "cpu"}),
+    "gromacs-stable-rocm": ("gromacs-stable-rocm", {"platform": "rocm"}),
+    "gromacs-dev-rocm": ("gromacs-dev-rocm", {"platform": "rocm"}),
+}
+
+#: The issue's recipes, written out here rather than taken from buildspec.
+STABLE_ROCM = [
+    "-G",
+    "Ninja",
+    "-DCMAKE_BUILD_TYPE=Release",
+    "-DGMX_GPU=HIP",
+    f"-DCMAKE_HIP_COMPILER={ROCM}/bin/amdclang++",
+    f"-DCMAKE_HIP_COMPILER_ROCM_ROOT={ROCM}",
+    f"-DGMX_HIP_TARGET_ARCH={ARCH}",
+    f"-DCMAKE_PREFIX_PATH={ROCM}",
+    "-DGMX_MPI=OFF",
+    "-DGMX_OPENMP=ON",
+    "-DGMX_BUILD_OWN_FFTW=OFF",
+    "-DGMX_DOUBLE=OFF",
+    "-DGMX_SIMD=AVX2_256",
+    "-DGMX_USE_RDTSCP=ON",
+    "-DCMAKE_INSTALL_PREFIX=/opt/gromacs/stable-rocm7.12",
+]
+HIP_FLAGS = [
+    f"--rocm-path={ROCM}",
+    f"--offload-arch={ARCH}",
+    "-fPIC",
+    "-fno-gpu-rdc",
+    "-ffast-math",
+    "-munsafe-fp-atomics",
+    "-fdenormal-fp-math=ieee",
+    "-fcuda-flush-denormals-to-zero",
+    "-fno-slp-vectorize",
+    "-Wno-unused-command-line-argument",
+    "-Wno-pass-failed",
+]
+DEV_ONLY = [
+    f"-DCMAKE_HIP_ARCHITECTURES={ARCH}",
+    f"-DGPU_TARGETS={ARCH}",
+    f"-DHIPCC_HAS_TARGET_ARCH_{ARCH}=TRUE",
+]
+DEV_ROCM = [
+    *(a for a in STABLE_ROCM if not a.startswith(("-DCMAKE_HIP_COMPILER=", "-DCMAKE_INSTALL"))),
+    "-DCMAKE_HIP_COMPILER=/opt/llvm-d7fead0f/bin/clang++",
+    "-DCMAKE_INSTALL_PREFIX=/opt/gromacs/dev-llvm-d7fead0f-20260516-0243",
+    *DEV_ONLY,
+]
+
+
+@pytest.fixture
+def isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No ORCH_* variable and no orchestrator.toml / pyproject.toml in the working dir."""
+    for name in list(os.environ):
+        if name.startswith("ORCH_"):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+
+
+def settings(platform: str, **overrides: Any) -> Settings:
+    """Explicit settings: every value a render depends on is spelled out."""
+    values: dict[str, Any] = {
+        "platform": platform,
+        "rocm_version": "7.12",
+        "gpu_arch": ARCH,
+        "simd": "AVX2_256",
+        "llvm_source": "https://github.com/llvm/llvm-project.git",
+        **overrides,
+    }
+    return Settings(**values)
+
+
+def rendered(name: str) -> str:
+    template, values = CASES[name]
+    return render(template, example_context(template, settings(**values)))
+
+
+def cmake_args(dockerfile: str) -> list[str]:
+    """The arguments of the GROMACS `cmake -S ... -B ...` call, as the shell sees them."""
+    joined = dockerfile.replace("\\\n", " ")
+    line = next(x for x in joined.splitlines() if "cmake -S /src/gromacs" in x)
+    words = shlex.split(line)
+    start = words.index("-B") + 2
+    return words[start : words.index("&&", start)]
+
+
+def test_every_template_has_a_golden() -> None:
+    assert {template for template, _ in CASES.values()} == set(templates())
+    if not UPDATE:
+        on_disk = {p.name.removesuffix(".Dockerfile") for p in GOLDEN.glob("*.Dockerfile")}
+        assert on_disk == set(CASES), "stale or missing goldens: run tests/update_golden.py"
+
+
+@pytest.mark.usefixtures("isolated")
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_render_matches_golden(name: str) -> None:
+    text = rendered(name)
+    path = GOLDEN / f"{name}.Dockerfile"
+    if UPDATE:
+        GOLDEN.mkdir(exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    expected = path.read_text(encoding="utf-8")
+    if text != expected:
+        diff = "".join(
+            difflib.unified_diff(
+                expected.splitlines(keepends=True),
+                text.splitlines(keepends=True),
+                fromfile=f"golden/{path.name}",
+                tofile="rendered",
+            )
+        )
+        pytest.fail(
+            f"{name} differs from its golden (tests/update_golden.py if deliberate):\n{diff}"
+        )
+
+
+@pytest.mark.usefixtures("isolated")
+def test_rocm_stable_has_the_stable_recipe_and_no_dev_flags() -> None:
+    args = cmake_args(rendered("gromacs-stable-rocm"))
+    assert sorted(args) == sorted(STABLE_ROCM)
+    assert args[:2] == ["-G", "Ninja"]
+    assert not [a for a in args if a.startswith("-DCMAKE_HIP_FLAGS")]
+    assert not set(args) & set(DEV_ONLY)
+
+
+@pytest.mark.usefixtures("isolated")
+def test_rocm_dev_has_every_dev_flag() -> None:
+    args = cmake_args(rendered("gromacs-dev-rocm"))
+    hip = [a for a in args if a.startswith("-DCMAKE_HIP_FLAGS=")]
+    assert len(hip) == 1
+    assert sorted(a for a in args if a not in hip) == sorted(DEV_ROCM)
+    tokens = hip[0].removeprefix("-DCMAKE_HIP_FLAGS=").split()
+    assert tokens[: len(HIP_FLAGS)] == HIP_FLAGS
+    assert tokens[len(HIP_FLAGS) :] == [f"--rocm-device-lib-path={ROCM}/lib/llvm/amdgcn/bitcode"]
+
+
+@pytest.mark.usefixtures("isolated")
+def test_cpu_stable_and_dev_differ_only_in_the_compiler() -> None:
+    """Substituting the compiler, toolchain image and build name turns stable into dev."""
+    cpu = settings("cpu")
+    stable_ctx = example_context("gromacs-stable-cpu", cpu)
+    dev_ctx = example_context("gromacs-dev-cpu", cpu)
+    stable = [x for x in render("gromacs-stable-cpu", stable_ctx).splitlines() if x[:1] != "#"]
+    dev = [x for x in render("gromacs-dev-cpu", dev_ctx).splitlines() if x[:1] != "#"]
+    assert len(stable) == len(dev)
+    swaps = {stable_ctx[k]: dev_ctx[k] for k in ("build_name", "compiler_image", "cxx", "cc")}
+    assert all(old != new for old, new in swaps.items())
+    differing = [(s, d) for s, d in zip(stable, dev, strict=True) if s != d]
+    assert differing, "stable and dev renders are identical"
+    for old_line, new_line in differing:
+        swapped = old_line
+        for old, new in swaps.items():
+            swapped = re.sub(rf"(?<![\w.+-]){re.escape(old)}(?![\w.+-])", new, swapped)
+        assert swapped == new_line, f"not a compiler/toolchain/build difference: {old_line!r}"
+    # The source stage is shared text, so both builds reuse one cached source layer.
+    second_from = next(i for i, x in enumerate(stable) if x.startswith("FROM") and i > 0)
+    assert stable[:second_from] == dev[:second_from]
+
+
+@pytest.mark.usefixtures("isolated")
+def test_missing_variable_is_a_usage_error() -> None:
+    context = example_context("gromacs-stable-rocm", settings("rocm"))
+    del context["prefix"]
+    with pytest.raises(UsageError, match="prefix"):
+        render("gromacs-stable-rocm", context)
+    llvm = example_context("toolchain-llvm", settings("rocm"))
+    del llvm["build_cache"]
+    with pytest.raises(UsageError, match="build_cache"):
+        render("toolchain-llvm", llvm)
+
+
+@pytest.mark.usefixtures("isolated")
+def test_unknown_llvm_source_kind_is_a_usage_error() -> None:
+    context = example_context("toolchain-llvm", settings("rocm"))
+    context["llvm_source_kind"] = "svn"
+    with pytest.raises(UsageError, match="neither_context_nor_git"):
+        render("toolchain-llvm", context)
+
+
+@pytest.mark.usefixtures("isolated")
+def test_llvm_toolchain_stages_caches_and_commit() -> None:
+    commit = "d7fead0f" + "0" * 32
+    for name in ("toolchain-llvm", "toolchain-llvm@context"):
+        text = rendered(name)
+        stages = re.findall(r"^FROM \S+ AS (\w+)$", text, re.MULTILINE)
+        assert stages == ["source", "configure", "build", "install"]
+        assert uses_buildkit(text)
+        assert "# syntax=" not in text
+        assert "--mount=type=cache,id=gmxbench-llvm-ccache,target=/ccache" in text
+        assert re.search(r"--mount=type=cache,id=gmxbench-llvm-build-rocm-[0-9a-f]{12},", text)
+        for flag in (
+            f"-DLLVM_FORCE_VC_REVISION={commit}",
+            "-DLLVM_APPEND_VC_REV=ON",
+            "-DLLVM_CCACHE_BUILD=ON",
+            "'-DLLVM_TARGETS_TO_BUILD=AMDGPU;X86'",
+            "'-DLLVM_ENABLE_PROJECTS=clang;lld'",
+            "-DCMAKE_BUILD_TYPE=Release",
+            "-DLLVM_INCLUDE_TESTS=OFF",
+            "-DLLVM_INCLUDE_EXAMPLES=OFF",
+            "-DLLVM_INCLUDE_BENCHMARKS=OFF",
+        ):
+            assert text.count(flag) == 2, flag  # configure and build stages
+        assert "COPY --from=build /opt/llvm-d7fead0f /opt/llvm-d7fead0f" in text
+    assert "ADD llvm-src.tar /src/llvm-project/" in rendered("toolchain-llvm@context")
+    git = rendered("toolchain-llvm")
+    assert f"fetch --quiet --depth 1 https://github.com/llvm/llvm-project.git {commit}" in git
+    assert "llvm-src.tar" not in git
+
+
+@pytest.mark.usefixtures("isolated")
+def test_rocm_base_environment_and_checks() -> None:
+    digest = "rocm/dev-ubuntu-24.04:7.12-complete@sha256:" + "a" * 64
+    text = render("rocm-base", example_context("rocm-base", settings("rocm", base_image=digest)))
+    assert text.splitlines()[3] == f"FROM {digest}"
+    env = text[text.index("ENV ROCM_PATH") :].split("\n# ", 1)[0]
+    assert env.split() == [
+        "ENV",
+        f"ROCM_PATH={ROCM}",
+        "\\",
+        f"HIP_PATH={ROCM}",
+        "\\",
+        f"PATH={ROCM}/bin:$PATH",
+        "\\",
+        f"LD_LIBRARY_PATH={ROCM}/lib",
+    ]
+    for needed in ("bin/rocprofv3", "bin/amdclang++", "lib/cmake/rocprim/rocprim-config.cmake"):
+        assert re.search(rf"test -[xf] {ROCM}/{re.escape(needed)} \\\n *\|\| \{{ echo", text)
+    assert f'ln -s "$real" {ROCM}' in text
+    assert "--no-install-recommends" in text
+    assert 'SHELL ["/bin/bash", "-o", "pipefail", "-c"]' in text
+
+
+@pytest.mark.usefixtures("isolated")
+def test_git_source_without_a_resolved_commit_checks_out_the_ref() -> None:
+    context = example_context("gromacs-stable-rocm", settings("rocm"))
+    context["source"] = {**context["source"], "commit": None}
+    text = render("gromacs-stable-rocm", context)
+    assert "checkout --quiet 4947-hip-feature-enablement" in text
+    assert "None" not in text
+
+
+@pytest.mark.usefixtures("isolated")
+def test_other_platforms_template_renders_for_its_own_platform() -> None:
+    """Rendering a ROCm template with CPU settings (and back) switches the platform."""
+    assert "-DGMX_GPU=HIP" in render(
+        "gromacs-stable-rocm", example_context("gromacs-stable-rocm", settings("cpu"))
+    )
+    assert render("rocm-base", example_context("rocm-base", settings("cpu"))) == rendered(
+        "rocm-base"
+    )
+    assert render("cpu-base", example_context("cpu-base", settings("rocm"))) == rendered("cpu-base")
