@@ -64,3 +64,34 @@ def render(session: nox.Session) -> None:
 def base(session: nox.Session) -> None:
     """Make the local Debian base image with debootstrap (no registry needed)."""
     _orchestrator(session, "base")
+
+
+@nox.session(python=PYTHON, default=False)
+def run(session: nox.Session) -> None:
+    """`nox -s run -- <build> <system> [tag] [--profile=trace] [-- mdrun args]`."""
+    _orchestrator(session, "run")
+
+
+@nox.session(python=PYTHON, default=False)
+def bench(session: nox.Session) -> None:
+    """The compiler loop; with no arguments: stable image, default system, A/A check."""
+    _orchestrator(session, "bench")
+
+
+@nox.session(python=PYTHON, default=False)
+def compare(session: nox.Session) -> None:
+    """`nox -s compare -- <baseline run-or-group> <candidate run-or-group> [--format markdown]`."""
+    _orchestrator(session, "compare")
+
+
+@nox.session(python=PYTHON, default=False)
+def parse(session: nox.Session) -> None:
+    """`nox -s parse -- <md.log | rocprof csv | directory>` prints JSON."""
+    _orchestrator(session, "parse")
+
+
+@nox.session(python=PYTHON, default=False)
+def perf(session: nox.Session) -> None:
+    """Benchmarks of the tool itself, printed as tables (not timed tests)."""
+    _install(session)
+    session.run("python", "-m", "benchmarks")

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 import docker
 
-from orchestrator import images, runner
+from orchestrator import images, runner, toolchains
 from orchestrator.compare import Comparison, compare_runs, load_runs
 from orchestrator.errors import UsageError, UserError
 from orchestrator.notify import Notifier
@@ -41,6 +41,7 @@ class BenchRequest:
     profile: ProfileMode = "trace"
     mdrun_args: list[str] = field(default_factory=list)
     threshold_pct: float = 2.0
+    alpha: float = 0.05
     fmt: str = "simple"
 
 
@@ -58,18 +59,18 @@ class Progress:
 def _dev_image(
     client: docker.DockerClient, settings: Settings, req: BenchRequest, progress: Progress
 ) -> ImageRecord | None:
-    if req.llvm:
-        raise UserError(
-            "--llvm needs the LLVM toolchain build, which is not wired into bench yet; "
-            "build a toolchain image and pass --toolchain <image>."
-        )
     if req.no_gmx_rebuild:
         current = client.images.get(images.DEV_CURRENT)
         return ImageRecord.from_labels(images.DEV_CURRENT, current.id, current.labels)
     toolchain = req.toolchain
-    if req.package:
+    if req.llvm:
+        progress(f"LLVM toolchain at {req.llvm}")
+        toolchain = toolchains.ensure_toolchain_llvm(
+            client, settings, req.llvm, rebuild=not req.no_llvm_rebuild
+        )
+    elif req.package:
         progress(f"toolchain image from {req.package}")
-        toolchain = images.ensure_toolchain_package(client, settings, req.package)
+        toolchain = toolchains.ensure_toolchain_package(client, settings, req.package)
     if toolchain is None:
         return None
     progress(f"GROMACS dev build with {toolchain}")
@@ -130,7 +131,9 @@ def bench(client: docker.DockerClient, settings: Settings, req: BenchRequest) ->
     progress("diff")
     base_runs = load_runs(settings.results, baseline_group)
     cand_runs = load_runs(settings.results, run_id(candidate.build or "", system, tag))
-    comparison = compare_runs(base_runs, cand_runs, threshold_pct=req.threshold_pct)
+    comparison = compare_runs(
+        base_runs, cand_runs, threshold_pct=req.threshold_pct, alpha=req.alpha
+    )
     print(render(comparison, "markdown" if req.fmt == "markdown" else "simple"))
     Notifier.from_settings(settings).post(
         webhook_text(comparison), {"headline": comparison.headline}

@@ -6,12 +6,14 @@ one place makes that property easy to check (and to label on the image).
 
 from __future__ import annotations
 
+import re
 import shlex
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from orchestrator.errors import UsageError
 from orchestrator.settings import GromacsSource, Settings
 
 Kind = Literal["stable", "dev"]
@@ -29,7 +31,7 @@ BUILD_DIR = "/build/gromacs"
 
 
 class Compiler(BaseModel):
-    """The compiler of a build. `name` is the short id used in tags (gcc12, clang16, llvm-d7fead0f)."""
+    """The compiler of a build; `name` is its short id in tags (gcc12, clang16, llvm-d7fead0f)."""
 
     name: str
     cc: str
@@ -68,6 +70,24 @@ class SourceSpec(BaseModel):
         if self.commit:
             return self.commit
         return f"sha256:{self.sha256}" if self.sha256 else None
+
+
+def package_compiler(package: str) -> tuple[list[str], Compiler]:
+    """Debian/Ubuntu packages and compiler for `clang-N` or `gcc-N`."""
+    match = re.fullmatch(r"(clang|gcc)-(\d+)", package)
+    if not match:
+        raise UsageError(
+            f"--package {package!r} is not a compiler package this tool knows. "
+            f"Use clang-<N> (e.g. clang-16) or gcc-<N> (e.g. gcc-12)."
+        )
+    family, major = match.groups()
+    if family == "clang":
+        return [f"clang-{major}", f"libomp-{major}-dev"], Compiler(
+            name=f"clang{major}", cc=f"clang-{major}", cxx=f"clang++-{major}", package=package
+        )
+    return [f"gcc-{major}", f"g++-{major}"], Compiler(
+        name=f"gcc{major}", cc=f"gcc-{major}", cxx=f"g++-{major}", package=package
+    )
 
 
 def dev_build_name(compiler: Compiler, when: datetime | None = None) -> str:

@@ -248,7 +248,7 @@ KNOWN_OTHER_CYCLE_ROWS: frozenset[str] = frozenset(
         "Wait GPU NB nonloc.", "Wait GPU NB local", "Wait GPU state copy", "Vsite spread",
         "COM pull force", "AWH", "Write traj.", "Update", "Constraints", "Comm. energies",
         "Enforced rotation", "Add rot. forces", "Position swapping", "IMD", "MD Graph",
-        "Test", "Kinetic energy", "Comp. energies",
+        "Test", "Kinetic energy", "Comp. energies", "GPU constr. setup",
     }
 )  # fmt: skip
 

@@ -29,19 +29,26 @@ def cmd_base(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_build(args: argparse.Namespace, settings: Settings) -> int:
-    from orchestrator import engine, images
+    from orchestrator import engine, images, toolchains
 
     client = engine.connect()
     if args.what == "toolchain":
         if args.package:
-            print(images.ensure_toolchain_package(client, settings, args.package))
+            print(toolchains.ensure_toolchain_package(client, settings, args.package))
+            return 0
+        if args.llvm:
+            print(toolchains.ensure_toolchain_llvm(client, settings, args.llvm))
             return 0
         raise UsageError("`build toolchain` needs --package <clang-N|gcc-N> or --llvm <commit>.")
     if args.what == "dev" and not args.toolchain:
-        if args.package:
-            args.toolchain = images.ensure_toolchain_package(client, settings, args.package)
+        if args.llvm:
+            args.toolchain = toolchains.ensure_toolchain_llvm(client, settings, args.llvm)
+        elif args.package:
+            args.toolchain = toolchains.ensure_toolchain_package(client, settings, args.package)
         else:
-            raise UsageError("`build dev` needs --toolchain <image> (or --package <clang-N>).")
+            raise UsageError(
+                "`build dev` needs --toolchain <image>, --llvm <commit> or --package <clang-N>."
+            )
     record = images.build_gromacs(client, settings, args.what, toolchain=args.toolchain)
     print(record.tag)
     return 0
@@ -74,8 +81,8 @@ def cmd_images(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_render(args: argparse.Namespace, settings: Settings) -> int:
-    from orchestrator.render import render
     from orchestrator.contexts import example_context
+    from orchestrator.render import render
 
     context = example_context(args.template, settings)
     for item in args.set:
@@ -127,10 +134,65 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_parse(args: argparse.Namespace, settings: Settings) -> int:
+    import json
+
+    from orchestrator.parse_cmd import parse_path
+
+    print(json.dumps(parse_path(args.path), indent=2))
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace, settings: Settings) -> int:
+    from orchestrator.compare import compare_runs, load_runs
+    from orchestrator.notify import Notifier
+    from orchestrator.report import render, webhook_text
+
+    base = load_runs(settings.results, args.baseline)
+    cand = load_runs(settings.results, args.candidate)
+    cmp = compare_runs(base, cand, threshold_pct=args.threshold, alpha=args.alpha)
+    print(render(cmp, args.format), end="")
+    if args.notify:
+        Notifier.from_settings(settings).post(webhook_text(cmp), {"headline": cmp.headline})
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
+    from orchestrator import engine
+    from orchestrator.bench import BenchRequest, bench
+
+    given = [x for x in (args.llvm, args.toolchain, args.package) if x]
+    if len(given) > 1:
+        raise UsageError("Give at most one of --llvm, --toolchain and --package.")
+    request = BenchRequest(
+        llvm=args.llvm,
+        toolchain=args.toolchain,
+        package=args.package,
+        system=args.system,
+        tag=args.tag,
+        steps=args.steps,
+        repeats=args.repeats,
+        no_llvm_rebuild=args.no_llvm_rebuild,
+        no_gmx_rebuild=args.no_gmx_rebuild,
+        mdrun_args=args.mdrun_args,
+        threshold_pct=args.threshold,
+        alpha=args.alpha,
+        fmt=args.format,
+    )
+    bench(engine.connect(), settings, request)
+    return 0
+
+
 def cmd_settings(args: argparse.Namespace, settings: Settings) -> int:
     rows = sorted(settings.public_dump().items())
     print(tabulate(rows, headers=["setting", "value"]))
     return 0
+
+
+def _verdict_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", choices=["simple", "markdown"], default="simple")
+    p.add_argument("--threshold", type=float, default=2.0, help="marker threshold, percent")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -149,6 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("what", choices=["stable", "dev", "toolchain"])
     p.add_argument("--toolchain", help="toolchain image holding the dev compiler")
     p.add_argument("--package", help="distribution compiler package for a toolchain (clang-16)")
+    p.add_argument("--llvm", help="LLVM commit in ORCH_LLVM_SOURCE, or a checkout path (as it is)")
     p.set_defaults(handler=cmd_build)
 
     p = sub.add_parser("images", help="list the project's images with their provenance")
@@ -174,6 +237,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--inputs-dir", type=Path, default=None, help="pre-downloaded archives")
     p.add_argument("--dry-run", action="store_true", help="print the container configuration")
     p.set_defaults(handler=cmd_run, mdrun_args=[])
+
+    p = sub.add_parser("parse", help="parse an md.log, rocprof CSV(s) or a run directory to JSON")
+    p.add_argument("path", type=Path)
+    p.set_defaults(handler=cmd_parse)
+
+    p = sub.add_parser("compare", help="compare two runs or groups of repeated runs")
+    p.add_argument("baseline", help="run directory, run id, or group <build>__<system>__<tag>")
+    p.add_argument("candidate", help="run directory, run id, or group")
+    _verdict_options(p)
+    p.add_argument("--notify", action="store_true", help="also post the table to the webhook")
+    p.set_defaults(handler=cmd_compare)
+
+    p = sub.add_parser("bench", help="the compiler loop: build, run both sides, diff")
+    p.add_argument("--llvm", help="LLVM commit (short hash) or a path: the working tree as it is")
+    p.add_argument("--toolchain", help="existing toolchain image holding the dev compiler")
+    p.add_argument("--package", help="distribution compiler package for the toolchain (clang-16)")
+    p.add_argument("--system", default=None, help="recipe system (default: water)")
+    p.add_argument("--tag", default=None)
+    p.add_argument("--steps", type=int, default=None)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--no-llvm-rebuild", action="store_true")
+    p.add_argument("--no-gmx-rebuild", action="store_true")
+    _verdict_options(p)
+    p.set_defaults(handler=cmd_bench, mdrun_args=[])
 
     p = sub.add_parser("settings", help="show the effective settings (secrets hidden)")
     p.set_defaults(handler=cmd_settings)

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from orchestrator.breakdown import CATEGORIES, KernelBreakdown
+from orchestrator.breakdown import KernelBreakdown
+from orchestrator.categories import CATEGORIES
 from orchestrator.errors import UsageError
 from orchestrator.mdlog import MdLog, parse_mdlog
 from orchestrator.runrecord import BASELINE_TAG, KERNEL_FILE, RunResult, load_result

@@ -17,10 +17,11 @@ from orchestrator.buildspec import (
     SourceSpec,
     dev_build_name,
     gromacs_context,
+    package_compiler,
     stable_build_name,
 )
 from orchestrator.errors import UsageError
-from orchestrator.images import SOURCE_DATE_EPOCH, builder_context, package_compiler
+from orchestrator.images import SOURCE_DATE_EPOCH, builder_context
 from orchestrator.settings import Platform, Settings
 
 EXAMPLE_LLVM = "d7fead0f"

@@ -16,7 +16,7 @@ import tarfile
 import tempfile
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,7 +54,7 @@ def connect() -> docker.DockerClient:
 
 
 def cli_binary() -> str:
-    """The docker CLI matching the daemon: Debian's /usr/bin/docker speaks BuildKit without buildx."""
+    """The CLI matching the daemon: Debian's /usr/bin/docker speaks BuildKit without buildx."""
     for candidate in ("/usr/bin/docker", shutil.which("docker")):
         if candidate and Path(candidate).exists():
             return candidate
@@ -70,10 +70,14 @@ class BuildFailure:
     tail: list[str]
 
 
-def _context_tar(dockerfile: str, files: Mapping[str, bytes]) -> io.BytesIO:
+ContextFiles = Mapping[str, "bytes | Path"]
+
+
+def _context_tar(dockerfile: str, files: ContextFiles) -> io.BytesIO:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, data in {"Dockerfile": dockerfile.encode(), **files}.items():
+        for name, item in {"Dockerfile": dockerfile.encode(), **files}.items():
+            data = item.read_bytes() if isinstance(item, Path) else item
             info = tarfile.TarInfo(name)
             info.size = len(data)
             info.mtime = 0
@@ -100,7 +104,8 @@ def build(
     *,
     what: str,
     labels: Mapping[str, str] | None = None,
-    files: Mapping[str, bytes] | None = None,
+    files: ContextFiles | None = None,
+    target: str | None = None,
     buildkit: bool = False,
     log: Log = _print,
 ) -> str:
@@ -111,9 +116,13 @@ def build(
     """
     started = time.monotonic()
     if buildkit:
-        image_id = _build_cli(dockerfile, what=what, labels=labels, files=files or {}, log=log)
+        image_id = _build_cli(
+            dockerfile, what=what, labels=labels, files=files or {}, target=target, log=log
+        )
     else:
-        image_id = _build_api(client, dockerfile, what=what, labels=labels, files=files or {}, log=log)
+        image_id = _build_api(
+            client, dockerfile, what=what, labels=labels, files=files or {}, target=target, log=log
+        )
     log(f"built {what} as {image_id[:19]} in {time.monotonic() - started:.1f} s")
     return image_id
 
@@ -124,7 +133,8 @@ def _build_api(
     *,
     what: str,
     labels: Mapping[str, str] | None,
-    files: Mapping[str, bytes],
+    files: ContextFiles,
+    target: str | None,
     log: Log,
 ) -> str:
     failure = BuildFailure(step="", tail=[])
@@ -138,6 +148,7 @@ def _build_api(
             forcerm=True,
             decode=True,
             labels=dict(labels or {}),
+            target=target,
         )
         for chunk in stream:
             if "stream" in chunk:
@@ -167,22 +178,30 @@ def _build_cli(
     *,
     what: str,
     labels: Mapping[str, str] | None,
-    files: Mapping[str, bytes],
+    files: ContextFiles,
+    target: str | None,
     log: Log,
 ) -> str:
     failure = BuildFailure(step="", tail=[])
     tail: deque[str] = deque(maxlen=40)
     with tempfile.TemporaryDirectory(prefix="gmxbench-ctx-") as ctx:
         Path(ctx, "Dockerfile").write_text(dockerfile)
-        for name, data in files.items():
-            Path(ctx, name).write_bytes(data)
+        for name, item in files.items():
+            if isinstance(item, Path):
+                shutil.copyfile(item, Path(ctx, name))
+            else:
+                Path(ctx, name).write_bytes(item)
         iidfile = Path(ctx, ".iid")
         cmd = [cli_binary(), "build", "--progress=plain", "--iidfile", str(iidfile)]
         for key, value in (labels or {}).items():
             cmd += ["--label", f"{key}={value}"]
+        if target:
+            cmd += ["--target", target]
         cmd.append(ctx)
         env = {**os.environ, "DOCKER_BUILDKIT": "1"}
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(
+            cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
         assert proc.stdout is not None
         for line in proc.stdout:
             line = line.rstrip()
@@ -192,7 +211,9 @@ def _build_cli(
             log(line)
         if proc.wait() != 0 or not iidfile.exists():
             failure.tail = list(tail)
-            raise UserError(_failure_message(what, failure, f"docker build exited {proc.returncode}"))
+            raise UserError(
+                _failure_message(what, failure, f"docker build exited {proc.returncode}")
+            )
         return iidfile.read_text().strip()
 
 
@@ -218,7 +239,9 @@ def run_capture(
             status = container.wait(timeout=timeout)
         except requests.exceptions.RequestException:
             container.kill()
-            raise UserError(f"`{' '.join(command)}` in {image} did not finish within {timeout:.0f} s.") from None
+            raise UserError(
+                f"`{' '.join(command)}` in {image} did not finish within {timeout:.0f} s."
+            ) from None
         output = container.logs(stdout=True, stderr=True).decode(errors="replace")
         return int(status.get("StatusCode", -1)), output
     finally:
@@ -245,7 +268,7 @@ def image_or_none(client: docker.DockerClient, ref: str) -> Any | None:
         raise UserError(f"{ref!r} is not a usable image reference: {exc.explanation}.") from None
 
 
-def project_images(client: docker.DockerClient, **label_filters: str) -> Iterable[Any]:
+def project_images(client: docker.DockerClient, **label_filters: str) -> list[Any]:
     """Images carrying our labels, optionally narrowed by `key=value` label filters."""
     filters = [f"{LABEL_PREFIX}kind"] + [f"{LABEL_PREFIX}{k}={v}" for k, v in label_filters.items()]
-    return client.images.list(filters={"label": filters})
+    return list(client.images.list(filters={"label": filters}))

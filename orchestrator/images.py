@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -58,11 +58,17 @@ def base_digest(image: Any) -> str:
 
 
 def _label_and_tag(
-    client: docker.DockerClient, image_id: str, record: ImageRecord, tags: list[str], log: Log
+    client: docker.DockerClient,
+    image_id: str,
+    record: ImageRecord,
+    tags: list[str],
+    log: Log,
+    extra_labels: dict[str, str] | None = None,
 ) -> str:
     """Stamp the record's labels on a verified image (a one-line build) and tag it."""
+    labels = {**record.labels(), **(extra_labels or {})}
     final_id = engine.build(
-        client, f"FROM {image_id}\n", what=f"labels of {tags[0]}", labels=record.labels(), log=log
+        client, f"FROM {image_id}\n", what=f"labels of {tags[0]}", labels=labels, log=log
     )
     image = client.images.get(final_id)
     for tag in tags:
@@ -116,85 +122,6 @@ def builder_context(settings: Settings) -> dict[str, Any]:
     }
 
 
-def package_compiler(package: str) -> tuple[list[str], Compiler]:
-    """Debian/Ubuntu packages and compiler for `clang-N` or `gcc-N`."""
-    match = re.fullmatch(r"(clang|gcc)-(\d+)", package)
-    if not match:
-        raise UsageError(
-            f"--package {package!r} is not a compiler package this tool knows. "
-            f"Use clang-<N> (e.g. clang-16) or gcc-<N> (e.g. gcc-12)."
-        )
-    family, major = match.groups()
-    if family == "clang":
-        return [f"clang-{major}", f"libomp-{major}-dev"], Compiler(
-            name=f"clang{major}", cc=f"clang-{major}", cxx=f"clang++-{major}", package=package
-        )
-    return [f"gcc-{major}", f"g++-{major}"], Compiler(
-        name=f"gcc{major}", cc=f"gcc-{major}", cxx=f"g++-{major}", package=package
-    )
-
-
-def ensure_toolchain_package(
-    client: docker.DockerClient, settings: Settings, package: str, log: Log = _print
-) -> str:
-    """A toolchain image with a distribution compiler; returns its tag."""
-    packages, compiler = package_compiler(package)
-    builder = ensure_builder(client, settings, log)
-    builder_id = client.images.get(builder).id
-    context = {"builder_image": builder, "packages": packages, "cxx": compiler.cxx}
-    dockerfile = render("toolchain-package", context)
-    key = inputs_key("toolchain-package", dockerfile, builder_id)
-    tag = f"gmxbench-toolchain:{settings.active_platform}-{package}"
-    _refuse_overwrite(client, tag, key)
-    if find_by_inputs(client, key) is None:
-        image_id = engine.build(client, dockerfile, what=tag, log=log)
-        compiler.version = probe_version(client, image_id, compiler.cxx)
-        record = ImageRecord(
-            tag=tag,
-            id=image_id,
-            kind="toolchain",
-            platform=settings.active_platform,
-            base_image=settings.base,
-            compiler=compiler.cxx,
-            compiler_version=compiler.version,
-            inputs=key,
-            created=now_iso(),
-        )
-        labels = {LABEL_PREFIX + "toolchain_json": compiler.model_dump_json()}
-        final = engine.build(
-            client, f"FROM {image_id}\n", what=tag, labels={**record.labels(), **labels}, log=log
-        )
-        client.images.get(final).tag(*tag.split(":"))
-    log(f"toolchain image: {tag}")
-    return tag
-
-
-def probe_version(client: docker.DockerClient, image: str, compiler: str) -> str:
-    code, out = engine.run_capture(client, image, [compiler, "--version"])
-    if code != 0:
-        raise UserError(f"`{compiler} --version` failed in {image}: {out.strip()[:300]}")
-    return out.strip().splitlines()[0]
-
-
-def toolchain_compiler(client: docker.DockerClient, tag: str) -> tuple[Compiler, str]:
-    """The compiler a toolchain image holds, from its labels; and the image id."""
-    image = engine.image_or_none(client, tag)
-    if image is None:
-        raise UserError(
-            f"Toolchain image {tag} is not in the engine. Build one with "
-            f"`nox -s build -- toolchain --package clang-16` (or --llvm <commit>), or `docker load` it."
-        )
-    raw = image.labels.get(LABEL_PREFIX + "toolchain_json")
-    if raw is None:
-        raise UserError(
-            f"{tag} is not a toolchain image of this tool (it has no {LABEL_PREFIX}toolchain_json "
-            f"label). Build one with `nox -s build -- toolchain --package clang-16`."
-        )
-    compiler = Compiler.model_validate_json(raw)
-    compiler.toolchain_image, compiler.toolchain_id = tag, image.id
-    return compiler, str(image.id)
-
-
 def default_compiler(client: docker.DockerClient, settings: Settings, builder: str) -> Compiler:
     """The stable compiler: ROCm's amdclang++ for HIP, the distribution's c++ on CPU."""
     if settings.active_platform == "rocm":
@@ -227,6 +154,8 @@ def build_gromacs(
             raise UsageError(
                 "A dev build needs a compiler: pass --toolchain <image> or --llvm <commit>."
             )
+        from orchestrator.toolchains import toolchain_compiler
+
         compiler, compiler_id = toolchain_compiler(client, toolchain)
         compiler_image = toolchain
     else:
@@ -325,13 +254,14 @@ def _parse_packages(text: str) -> dict[str, str]:
     return {name: version for name, version in pairs}
 
 
-VERIFY_SCRIPT = """gmx --version 2>&1
+VERIFY_SCRIPT = r"""gmx --version 2>&1
 echo '@@compiler'; {compiler} --version 2>&1 | head -n1
 echo '@@path'; readlink -f "$(command -v {compiler})" 2>/dev/null || echo {compiler}
-echo '@@reported'; readlink -f "$(gmx --version 2>/dev/null | sed -n 's/^C++ compiler: *\([^ ]*\).*/\1/p')"
+echo '@@reported'
+readlink -f "$(gmx --version 2>/dev/null | sed -n 's/^C++ compiler: *\([^ ]*\).*/\1/p')"
 echo '@@sha'; cat /src/gromacs.tar.gz.sha256 2>/dev/null
 echo '@@hip'; grep -h '^CMAKE_HIP_COMPILER:' {prefix}/CMakeCache.txt 2>/dev/null
-echo '@@packages'; dpkg-query -W -f='${{Package}}=${{Version}}\\n' 2>/dev/null
+echo '@@packages'; dpkg-query -W -f='${{Package}}=${{Version}}\n' 2>/dev/null
 """
 
 
@@ -346,9 +276,9 @@ def verify_build(
     """Check `gmx --version` shows what was asked; raise (tagging nothing) when it does not."""
     tool = compiler.hip if settings.active_platform == "rocm" else compiler.cxx
     script = VERIFY_SCRIPT.format(compiler=tool, prefix=prefix)
-    code, out = engine.run_capture(client, image_id, ["sh", "-c", script])
+    _, out = engine.run_capture(client, image_id, ["sh", "-c", script])
     sections = dict(
-        (part.split("\n", 1) + [""])[:2] for part in ("@@version\n" + out).split("@@")[1:]
+        [*part.split("\n", 1), ""][:2] for part in ("@@version\n" + out).split("@@")[1:]
     )
     info = {
         k.strip(): v.strip()
@@ -365,7 +295,7 @@ def verify_build(
         problems.append(f"`gmx --version` did not run: {out.strip()[:300]}")
     else:
         wanted_gpu = "HIP" if settings.active_platform == "rocm" else "disabled"
-        checks = [
+        checks: list[tuple[str, Callable[[str], bool], str]] = [
             ("Precision", lambda v: v.startswith("mixed"), "mixed (GMX_DOUBLE=OFF)"),
             ("SIMD instructions", lambda v: v == settings.simd, settings.simd),
             ("OpenMP support", lambda v: v.startswith("enabled"), "enabled"),
@@ -411,8 +341,21 @@ def list_images(
 
 
 def records_json(records: list[ImageRecord]) -> str:
-    keys = (
-        "tag id platform build base_image base_digest gromacs_source gromacs_commit compiler "
-        "compiler_version llvm_commit cmake_flags gpu_arch simd created"
-    ).split()
+    keys = [
+        "tag",
+        "id",
+        "platform",
+        "build",
+        "base_image",
+        "base_digest",
+        "gromacs_source",
+        "gromacs_commit",
+        "compiler",
+        "compiler_version",
+        "llvm_commit",
+        "cmake_flags",
+        "gpu_arch",
+        "simd",
+        "created",
+    ]
     return json.dumps([r.model_dump(include=set(keys)) for r in records], indent=2)

@@ -141,7 +141,8 @@ def preflight(
     missing = SIMD_CPU_FLAGS.get(simd or "None", set()) - host_cpu_flags()
     if simd and missing and os.uname().machine == "x86_64":
         problems.append(
-            f"the image was built for GMX_SIMD={simd} but this CPU lacks {', '.join(sorted(missing))}; "
+            f"the image was built for GMX_SIMD={simd} but this CPU lacks "
+            f"{', '.join(sorted(missing))}; "
             f"rebuild with ORCH_SIMD set to a level this host supports (e.g. AVX_256 or SSE4.1)"
         )
     image_arch = labels.get(LABEL_PREFIX + "gpu_arch")

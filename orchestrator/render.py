@@ -34,9 +34,7 @@ def templates() -> list[str]:
 def render(name: str, context: Mapping[str, Any]) -> str:
     """Render template `name` (without suffix); a missing variable is an error, not ''."""
     if name not in templates():
-        raise UsageError(
-            f"Unknown template {name!r}. Known templates: {', '.join(templates())}."
-        )
+        raise UsageError(f"Unknown template {name!r}. Known templates: {', '.join(templates())}.")
     try:
         return _environment().get_template(name + SUFFIX).render(**context)
     except jinja2.UndefinedError as exc:

@@ -43,7 +43,9 @@ _EXPECTED = (
     "kernel_stats: Name, Calls, TotalDurationNs; "
     "legacy rocprof: KernelName, BeginNs, EndNs (results.csv)"
 )
-_NOT_KERNEL = re.compile(r"(api|domain|hip|hsa|copy|memory|marker|rccl|scratch)[_.]?stats\.csv$")
+_NOT_KERNEL = re.compile(
+    r"(api|domain|hip|hsa|copy|memory|allocation|marker|rccl|scratch)[_.]?stats"
+)
 _CLONE_SUFFIX = " [clone .kd]"
 
 
@@ -224,11 +226,8 @@ def find_rocprof_files(directory: Path) -> list[Path]:
         return sorted(p for p in directory.rglob(pattern) if p.is_file())
 
     v1_stats = [p for p in glob("*.stats.csv") if not _NOT_KERNEL.search(p.name.lower())]
-    v1_traces = [
-        trace
-        for stats in v1_stats
-        if (trace := stats.with_name(stats.name[: -len(".stats.csv")] + ".csv")).is_file()
-    ]
+    siblings = [stats.with_name(stats.name[: -len(".stats.csv")] + ".csv") for stats in v1_stats]
+    v1_traces = sorted({p for p in siblings if p.is_file()} | set(glob("results.csv")))
     for found in (glob("*kernel_trace.csv"), v1_traces, glob("*kernel_stats.csv"), v1_stats):
         if found:
             return found

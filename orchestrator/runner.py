@@ -25,11 +25,13 @@ from orchestrator import LABEL_PREFIX, engine
 from orchestrator.errors import UserError
 from orchestrator.hostinfo import collect as collect_host
 from orchestrator.inputs import fetch_inputs
-from orchestrator.mdlog import parse_mdlog
+from orchestrator.mdlog import cycle_breakdown, parse_mdlog
 from orchestrator.notify import Notifier
 from orchestrator.platforms import ProfileMode, platform_for, preflight
+from orchestrator.provenance import write_json_atomic
 from orchestrator.recipes import ResolvedSystem, load_recipe
-from orchestrator.runrecord import ImageRef, RunResult, run_id, save_result
+from orchestrator.rocprof import parse_rocprof
+from orchestrator.runrecord import KERNEL_FILE, ImageRef, RunResult, run_id, save_result
 from orchestrator.settings import Settings
 
 GMX_REPO = "gromacs"
@@ -111,7 +113,7 @@ def plan_run(client: docker.DockerClient, settings: Settings, req: RunRequest) -
     if image is None:
         raise UserError(
             f"Image {ref} is not in the engine. Build it first: `nox -s build -- stable` "
-            f"(or `nox -s build -- dev --toolchain <image>`), then list images with `nox -s images`."
+            f"(or `nox -s build -- dev --toolchain <image>`); `nox -s images` lists what exists."
         )
     labels = dict(image.labels or {})
     build_name = labels.get(LABEL_PREFIX + "build") or req.build
@@ -213,6 +215,8 @@ def execute(client: docker.DockerClient, settings: Settings, plan: Plan) -> RunR
     result.duration_seconds = round(time.monotonic() - started, 3)
     result.return_code, result.failure = code, failure
     _fill_from_log(result, plan.run_dir)
+    if result.finished:
+        _write_breakdown(result, plan.run_dir)
     save_result(plan.run_dir, result)
     if result.finished:
         notifier.done(result.run_id, result.ns_per_day or 0.0, {"build": result.build})
@@ -281,6 +285,22 @@ def _fill_from_log(result: RunResult, run_dir: Path) -> None:
         result.mdrun_wall_seconds = md.wall_seconds
     elif result.failure is None:
         result.failure = "mdrun did not report performance (run incomplete)"
+
+
+def _write_breakdown(result: RunResult, run_dir: Path) -> None:
+    """kernel_result.json: rocprofv3's kernels on ROCm traces, md.log's cycles otherwise."""
+    if result.platform == "rocm" and result.profile_mode != "trace":
+        return  # GPU kernels are only known from a trace
+    try:
+        if result.platform == "rocm":
+            breakdown = parse_rocprof(run_dir / "rocprof")
+        else:
+            breakdown = cycle_breakdown(parse_mdlog(run_dir / "topol.log"))
+    except UserError as exc:
+        result.finished, result.failure = False, f"no kernel breakdown: {exc.message}"
+        result.ns_per_day = result.hour_per_ns = None
+        return
+    write_json_atomic(run_dir / KERNEL_FILE, breakdown.model_dump_json(indent=2) + "\n")
 
 
 def _log_tail(run_dir: Path, lines: int = 20) -> str:

@@ -59,7 +59,7 @@ IMAGE_REF = re.compile(
 
 
 class GromacsSource(BaseModel):
-    """Where GROMACS comes from: `git+<url>` + branch/tag/commit, or `deb-src:<package>` + version."""
+    """GROMACS source: `git+<url>` + branch/tag/commit, or `deb-src:<package>` + version."""
 
     url: str
     ref: str

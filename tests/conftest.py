@@ -85,7 +85,7 @@ def stable_image(engine: Any, cpu_settings: Any) -> Any:
 
 @pytest.fixture(scope="session")
 def toolchain_image(engine: Any, cpu_settings: Any) -> str:
-    from orchestrator.images import ensure_toolchain_package
+    from orchestrator.toolchains import ensure_toolchain_package
 
     return ensure_toolchain_package(engine, cpu_settings, TOOLCHAIN_PACKAGE)
 

@@ -18,10 +18,23 @@ from orchestrator.provenance import load_lockfile, lockfile_path
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parent.parent
-JSON_KEYS = (
-    "tag id platform build base_image base_digest gromacs_source gromacs_commit compiler "
-    "compiler_version llvm_commit cmake_flags gpu_arch simd created"
-).split()
+JSON_KEYS = [
+    "tag",
+    "id",
+    "platform",
+    "build",
+    "base_image",
+    "base_digest",
+    "gromacs_source",
+    "gromacs_commit",
+    "compiler",
+    "compiler_version",
+    "llvm_commit",
+    "cmake_flags",
+    "gpu_arch",
+    "simd",
+    "created",
+]
 
 
 def _json_record(engine: Any, tag: str) -> dict[str, Any]:

@@ -90,7 +90,7 @@ def test_digest_pinned_base_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_malformed_toml(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "orchestrator.toml").write_text("platform = \n")
-    with pytest.raises(UsageError, match="orchestrator.toml .* is not valid TOML"):
+    with pytest.raises(UsageError, match=r"orchestrator\.toml .* is not valid TOML"):
         load_settings()
 
 

@@ -27,7 +27,9 @@ OPTIMAL = ((64, 64, 64), 1.221)
 
 
 def _grid_line(pre: str, desc: str, grid: tuple[int, int, int], cutoff: float) -> str:
-    return f"{pre:<11s}{desc:>10s} pme grid {grid[0]} {grid[1]} {grid[2]}, coulomb cutoff {cutoff:.3f}"
+    return (
+        f"{pre:<11s}{desc:>10s} pme grid {grid[0]} {grid[1]} {grid[2]}, coulomb cutoff {cutoff:.3f}"
+    )
 
 
 def tuning(src: str) -> str:
@@ -119,7 +121,9 @@ def detailed_perf(src: str) -> str:
     )
     return re.sub(
         r"(?m)^Performance:\s+(\S+)\s+(\S+)$",
-        lambda m: f"Performance: {52.338:12.3f} {39.554:12.3f} {float(m[1]):12.3f} {float(m[2]):12.3f}",
+        lambda m: (
+            f"Performance: {52.338:12.3f} {39.554:12.3f} {float(m[1]):12.3f} {float(m[2]):12.3f}"
+        ),
         src,
     )
 
