@@ -158,6 +158,7 @@ def compare_runs(
                 categories[name] = compare_samples(
                     b, c, higher_is_better=False, threshold_pct=threshold_pct, alpha=alpha
                 )
+    categories = adjust_for_many_categories(categories, alpha)
     cmp = Comparison(
         baseline=[r.path.name for r in base],
         candidate=[r.path.name for r in cand],
@@ -176,6 +177,31 @@ def compare_runs(
         )
     _check_energy(cmp, base, cand)
     return cmp
+
+
+def adjust_for_many_categories(verdicts: dict[str, Verdict], alpha: float) -> dict[str, Verdict]:
+    """Benjamini–Hochberg across categories: seven tests at 5% would cry wolf too often.
+
+    A category keeps its verdict only if its p-value survives the step-up procedure
+    (Benjamini & Hochberg 1995), which bounds the expected share of false findings at
+    `alpha` and, when nothing changed at all, the chance of any finding.
+    """
+    tested = sorted((v.p_value, k) for k, v in verdicts.items() if v.p_value is not None)
+    m, passed = len(tested), 0
+    for rank, (p, _) in enumerate(tested, start=1):
+        if p <= alpha * rank / m:
+            passed = rank
+    keep = {k for _, k in tested[:passed]}
+    out = {}
+    for name, v in verdicts.items():
+        if v.significant and name not in keep:
+            v = v.model_copy(update={
+                "significant": False, "improved": None, "marker": "•",
+                "note": f"{v.note}; not significant after correcting for {m} categories "
+                        f"(Benjamini–Hochberg)",
+            })  # fmt: skip
+        out[name] = v
+    return out
 
 
 def _check_energy(cmp: Comparison, base: list[Run], cand: list[Run]) -> None:

@@ -35,6 +35,8 @@ from orchestrator.runrecord import KERNEL_FILE, ImageRef, RunResult, run_id, sav
 from orchestrator.settings import Settings
 
 GMX_REPO = "gromacs"
+#: run.sh writes the start of input preparation and of mdrun here (container clock).
+TIMES = ".gmxbench-times"
 
 
 @dataclass
@@ -128,7 +130,9 @@ def plan_run(client: docker.DockerClient, settings: Settings, req: RunRequest) -
     wrapped = platform.wrap(mdrun, req.profile)
     script = (
         "#!/bin/sh\n# written by gmxbench: prepare topol.tpr, then mdrun\ncd /run\n"
+        f"date +%s.%N > {TIMES}\n"
         + system.setup_script("/run/inputs", steps)
+        + f"date +%s.%N >> {TIMES}\n"
         + "exec "
         + shlex.join(wrapped)
         + "\n"
@@ -274,6 +278,9 @@ def _fill_from_log(result: RunResult, run_dir: Path) -> None:
     except UserError as exc:
         result.failure = result.failure or exc.message
         return
+    times = (run_dir / TIMES).read_text().split() if (run_dir / TIMES).exists() else []
+    if len(times) == 2:
+        result.setup_seconds = round(float(times[1]) - float(times[0]), 3)
     result.gmx_version = md.gmx_version
     result.atoms = md.atoms
     result.pme_grid = md.pme_grid

@@ -43,6 +43,7 @@ class RunResult(BaseModel):
     ns_per_day: float | None = None
     hour_per_ns: float | None = None
     mdrun_wall_seconds: float | None = None
+    setup_seconds: float | None = None
     profile_mode: str = "none"
     llvm_commit: str | None = None
     compiler: str | None = None
