@@ -12,6 +12,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import docker
@@ -28,7 +29,7 @@ from orchestrator.buildspec import (
 )
 from orchestrator.engine import Log, _print
 from orchestrator.errors import UsageError, UserError
-from orchestrator.provenance import ImageRecord, Lockfile, save_lockfile
+from orchestrator.provenance import ImageRecord, Lockfile, lockfile_path, save_lockfile
 from orchestrator.render import render, uses_buildkit
 from orchestrator.settings import Settings
 
@@ -36,6 +37,7 @@ GROMACS_REPO = "gromacs"
 DEV_CURRENT = f"{GROMACS_REPO}:dev-current"
 #: Fixed build date (`__DATE__`, GROMACS build info): identical rebuilds need one.
 SOURCE_DATE_EPOCH = 1704067200
+LOCK_LABEL = LABEL_PREFIX + "lockfile"
 
 
 def inputs_key(*parts: str) -> str:
@@ -46,8 +48,21 @@ def now_iso() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def find_by_inputs(client: docker.DockerClient, key: str) -> Any | None:
-    found = client.images.list(filters={"label": f"{LABEL_PREFIX}inputs={key}"})
+def find_by_inputs(client: docker.DockerClient, key: str, kind: str) -> Any | None:
+    """A finished image made from these inputs, tagged ones first.
+
+    Children inherit labels (a toolchain carries its builder's, a user's image FROM
+    ours carries everything), so the kind must match too, and a GROMACS image counts
+    only once verified, i.e. when it carries its lockfile.
+    """
+    found = [
+        image
+        for image in client.images.list(
+            filters={"label": [f"{LABEL_PREFIX}inputs={key}", f"{LABEL_PREFIX}kind={kind}"]}
+        )
+        if kind != "gromacs" or LOCK_LABEL in image.labels
+    ]
+    found.sort(key=lambda image: (bool(image.tags), image.attrs.get("Created", "")), reverse=True)
     return found[0] if found else None
 
 
@@ -94,7 +109,10 @@ def ensure_builder(client: docker.DockerClient, settings: Settings, log: Log = _
     dockerfile = render(template, builder_context(settings))
     key = inputs_key(template, dockerfile, base.id)
     tag = f"gmxbench-builder:{platform}-{key[:12]}"
-    if find_by_inputs(client, key) is None:
+    existing = find_by_inputs(client, key, "builder")
+    if existing is not None and tag not in existing.tags:
+        existing.tag(*tag.split(":"))
+    if existing is None:
         log(f"building the {platform} builder base from {settings.base}")
         image_id = engine.build(
             client, dockerfile, what=tag, buildkit=uses_buildkit(dockerfile), log=log
@@ -183,10 +201,13 @@ def build_gromacs(
     key = inputs_key(
         template, render(template, context_for(plan_name)), builder_image.id, compiler_id
     )
-    existing = find_by_inputs(client, key)
+    existing = find_by_inputs(client, key, "gromacs")
     if existing is not None:
         record = _record_of(existing)
+        if record.tag not in existing.tags:  # e.g. the tag was removed: put it back
+            existing.tag(*record.tag.split(":"))
         log(f"up to date: {record.tag} ({existing.id[:19]}), nothing to build")
+        ensure_lockfile(settings.results, existing, record)
         if kind == "dev":
             existing.tag(*DEV_CURRENT.split(":"))
         return record
@@ -229,7 +250,6 @@ def build_gromacs(
     packages = _parse_packages(info.pop("_packages", ""))
     info.pop("_compiler_path", None)
     tags = [tag, DEV_CURRENT] if kind == "dev" else [tag]
-    record.id = _label_and_tag(client, image_id, record, tags, log)
     lock = Lockfile(
         record=record,
         template=template,
@@ -239,14 +259,28 @@ def build_gromacs(
         packages=packages,
         gmx_version_info=info,
     )
+    # The lockfile travels inside the image too (without the id, which it cannot know).
+    embedded = {LOCK_LABEL: lock.model_dump_json(exclude={"record": {"id"}})}
+    record.id = _label_and_tag(client, image_id, record, tags, log, extra_labels=embedded)
     path = save_lockfile(settings.results, lock)
     log(f"tagged {', '.join(tags)}; lockfile {path}")
     return record
 
 
+def ensure_lockfile(results: Path, image: Any, record: ImageRecord) -> None:
+    """Write the image's lockfile into this results dir from its label, if missing here."""
+    raw = image.labels.get(LOCK_LABEL)
+    if raw is None or lockfile_path(results, record.tag).exists():
+        return
+    lock = Lockfile.model_validate_json(raw)
+    lock.record.id = str(image.id)
+    save_lockfile(results, lock)
+
+
 def _record_of(image: Any) -> ImageRecord:
-    tags = [t for t in image.tags if not t.endswith(":dev-current")] or image.tags or ["<none>"]
-    return ImageRecord.from_labels(tags[0], image.id, image.labels)
+    """The record of a GROMACS image; its tag follows from the build label."""
+    tag = f"{GROMACS_REPO}:{image.labels.get(LABEL_PREFIX + 'build')}"
+    return ImageRecord.from_labels(tag, image.id, image.labels)
 
 
 def _parse_packages(text: str) -> dict[str, str]:

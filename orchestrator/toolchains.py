@@ -74,7 +74,10 @@ def ensure_toolchain_package(
     key = inputs_key("toolchain-package", dockerfile, client.images.get(builder).id)
     tag = f"{TOOLCHAIN_REPO}:{settings.active_platform}-{package}"
     _refuse_overwrite(client, tag, key)
-    if find_by_inputs(client, key) is None:
+    existing = find_by_inputs(client, key, "toolchain")
+    if existing is not None and tag not in existing.tags:
+        existing.tag(*tag.split(":"))
+    if existing is None:
         image_id = engine.build(client, dockerfile, what=tag, log=log)
         _finish(client, settings, image_id, tag, key, compiler, log)
     log(f"toolchain image: {tag}")

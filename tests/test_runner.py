@@ -126,6 +126,7 @@ def test_dry_run_rocm_cli(engine: Any, stable_image: Any, tmp_path: Path) -> Non
             "gmxbench.platform": "rocm",
             "gmxbench.build": "stable-rocm7.12",
             "gmxbench.kind": "test",
+            "gmxbench.inputs": "test",
         },
         log=lambda _: None,
     )
