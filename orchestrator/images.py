@@ -272,9 +272,9 @@ def ensure_lockfile(results: Path, image: Any, record: ImageRecord) -> None:
     raw = image.labels.get(LOCK_LABEL)
     if raw is None or lockfile_path(results, record.tag).exists():
         return
-    lock = Lockfile.model_validate_json(raw)
-    lock.record.id = str(image.id)
-    save_lockfile(results, lock)
+    data = json.loads(raw)
+    data["record"]["id"] = str(image.id)
+    save_lockfile(results, Lockfile.model_validate(data))
 
 
 def _record_of(image: Any) -> ImageRecord:

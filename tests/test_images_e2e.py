@@ -112,3 +112,14 @@ def test_images_cli_json(engine: Any, stable_image: Any) -> None:
     assert proc.returncode == 0, proc.stderr
     tags = [row["tag"] for row in json.loads(proc.stdout)]
     assert stable_image.tag in tags
+
+
+def test_reused_image_brings_its_lockfile(engine: Any, stable_image: Any, tmp_path: Path) -> None:
+    """A results dir that never saw the build still gets the lockfile, from the image."""
+    from orchestrator.settings import load_settings
+
+    settings = load_settings(platform="cpu", results_dir=tmp_path)
+    record = build_gromacs(engine, settings, "stable")
+    lock = load_lockfile(lockfile_path(tmp_path, record.tag))
+    assert lock.record.id == stable_image.id == record.id
+    assert lock.template == "gromacs-stable-cpu"
