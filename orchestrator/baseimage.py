@@ -16,7 +16,7 @@ from typing import Any
 import docker
 
 from orchestrator import LABEL_PREFIX
-from orchestrator.engine import Log, _print, image_or_none
+from orchestrator.engine import Log, image_or_none, stderr_log
 from orchestrator.errors import UserError
 from orchestrator.settings import LOCAL_CPU_BASE, Settings
 
@@ -31,7 +31,7 @@ def make_base(
     *,
     suite: str = "bookworm",
     tag: str | None = None,
-    log: Log = _print,
+    log: Log = stderr_log,
 ) -> Any:
     """Create `gmxbench-base/debian:<suite>` from `settings.debian_mirror`; return the image."""
     tag = tag or base_tag(suite)
@@ -78,7 +78,7 @@ def make_base(
     return image
 
 
-def ensure_base(client: docker.DockerClient, settings: Settings, log: Log = _print) -> Any:
+def ensure_base(client: docker.DockerClient, settings: Settings, log: Log = stderr_log) -> Any:
     """The configured base image: present, pulled, or (the local default) made here."""
     ref = settings.base
     image = image_or_none(client, ref)

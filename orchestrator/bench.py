@@ -23,7 +23,7 @@ from orchestrator.platforms import ProfileMode
 from orchestrator.provenance import ImageRecord
 from orchestrator.recipes import load_recipe
 from orchestrator.report import render, webhook_text
-from orchestrator.runrecord import BASELINE_TAG, RunResult, run_id, stamp
+from orchestrator.runrecord import BASELINE_TAG, RunResult, run_id
 from orchestrator.settings import Settings
 
 
@@ -113,7 +113,6 @@ def bench(client: docker.DockerClient, settings: Settings, req: BenchRequest) ->
     n = req.repeats
     total = n * (1 if have_baseline else 2)
     k = 0
-    identity = candidate.llvm_commit or candidate.compiler_version
     for i in range(1, n + 1):
         if not have_baseline:
             k += 1
@@ -123,11 +122,7 @@ def bench(client: docker.DockerClient, settings: Settings, req: BenchRequest) ->
         k += 1
         progress(f"run {k} of {total}: {candidate.build} on {system}")
         cand_tag = tag if n == 1 else f"{tag}-r{i}"
-        result = _run(
-            client, settings, candidate.build or "", system, cand_tag, req, candidate.llvm_commit
-        )
-        stamp(settings.results / result.run_id, llvm_commit=candidate.llvm_commit,
-              compiler_version=identity)  # fmt: skip
+        _run(client, settings, candidate.build or "", system, cand_tag, req, candidate.llvm_commit)
     progress("diff")
     base_runs = load_runs(settings.results, baseline_group)
     cand_runs = load_runs(settings.results, run_id(candidate.build or "", system, tag))

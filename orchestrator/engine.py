@@ -36,7 +36,7 @@ START_HINT = (
 )
 
 
-def _print(line: str) -> None:
+def stderr_log(line: str) -> None:
     sys.stderr.write(line + "\n")
     sys.stderr.flush()
 
@@ -107,7 +107,7 @@ def build(
     files: ContextFiles | None = None,
     target: str | None = None,
     buildkit: bool = False,
-    log: Log = _print,
+    log: Log = stderr_log,
 ) -> str:
     """Build `dockerfile` and return the image id; stream the log; tag nothing.
 

@@ -27,7 +27,7 @@ from orchestrator.buildspec import (
     gromacs_context,
     stable_build_name,
 )
-from orchestrator.engine import Log, _print
+from orchestrator.engine import Log, stderr_log
 from orchestrator.errors import UsageError, UserError
 from orchestrator.provenance import ImageRecord, Lockfile, lockfile_path, save_lockfile
 from orchestrator.render import render, uses_buildkit
@@ -101,7 +101,7 @@ def _refuse_overwrite(client: docker.DockerClient, tag: str, key: str) -> None:
         )
 
 
-def ensure_builder(client: docker.DockerClient, settings: Settings, log: Log = _print) -> str:
+def ensure_builder(client: docker.DockerClient, settings: Settings, log: Log = stderr_log) -> str:
     """The platform's builder base (compilers and build deps); returns its tag."""
     base = ensure_base(client, settings, log)
     platform = settings.active_platform
@@ -161,7 +161,7 @@ def build_gromacs(
     kind: Kind,
     *,
     toolchain: str | None = None,
-    log: Log = _print,
+    log: Log = stderr_log,
 ) -> ImageRecord:
     """Build (or reuse) a stable or dev GROMACS image; returns its record."""
     platform = settings.active_platform

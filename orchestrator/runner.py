@@ -25,7 +25,7 @@ from orchestrator import LABEL_PREFIX, engine
 from orchestrator.errors import UserError
 from orchestrator.hostinfo import collect as collect_host
 from orchestrator.inputs import fetch_inputs
-from orchestrator.mdlog import cycle_breakdown, parse_mdlog
+from orchestrator.mdlog import MdLog, cycle_breakdown, parse_mdlog
 from orchestrator.notify import Notifier
 from orchestrator.platforms import ProfileMode, platform_for, preflight
 from orchestrator.provenance import write_json_atomic
@@ -218,9 +218,9 @@ def execute(client: docker.DockerClient, settings: Settings, plan: Plan) -> RunR
         code, failure = None, "interrupted (Ctrl-C): container stopped"
     result.duration_seconds = round(time.monotonic() - started, 3)
     result.return_code, result.failure = code, failure
-    _fill_from_log(result, plan.run_dir)
-    if result.finished:
-        _write_breakdown(result, plan.run_dir)
+    md = _fill_from_log(result, plan.run_dir)
+    if result.finished and md is not None:
+        _write_breakdown(result, plan.run_dir, md)
     save_result(plan.run_dir, result)
     if result.finished:
         notifier.done(result.run_id, result.ns_per_day or 0.0, {"build": result.build})
@@ -268,16 +268,17 @@ def _save_logs(container: Any, run_dir: Path) -> None:
         pass
 
 
-def _fill_from_log(result: RunResult, run_dir: Path) -> None:
+def _fill_from_log(result: RunResult, run_dir: Path) -> MdLog | None:
+    """Numbers from md.log into the result; the parsed log for the breakdown, if any."""
     log_path = run_dir / "topol.log"
     if not log_path.exists():
         result.failure = result.failure or "mdrun wrote no topol.log"
-        return
+        return None
     try:
         md = parse_mdlog(log_path)
     except UserError as exc:
         result.failure = result.failure or exc.message
-        return
+        return None
     times = (run_dir / TIMES).read_text().split() if (run_dir / TIMES).exists() else []
     if len(times) == 2:
         result.setup_seconds = round(float(times[1]) - float(times[0]), 3)
@@ -292,9 +293,10 @@ def _fill_from_log(result: RunResult, run_dir: Path) -> None:
         result.mdrun_wall_seconds = md.wall_seconds
     elif result.failure is None:
         result.failure = "mdrun did not report performance (run incomplete)"
+    return md
 
 
-def _write_breakdown(result: RunResult, run_dir: Path) -> None:
+def _write_breakdown(result: RunResult, run_dir: Path, md: MdLog) -> None:
     """kernel_result.json: rocprofv3's kernels on ROCm traces, md.log's cycles otherwise."""
     if result.platform == "rocm" and result.profile_mode != "trace":
         return  # GPU kernels are only known from a trace
@@ -302,7 +304,7 @@ def _write_breakdown(result: RunResult, run_dir: Path) -> None:
         if result.platform == "rocm":
             breakdown = parse_rocprof(run_dir / "rocprof")
         else:
-            breakdown = cycle_breakdown(parse_mdlog(run_dir / "topol.log"))
+            breakdown = cycle_breakdown(md)
     except UserError as exc:
         result.finished, result.failure = False, f"no kernel breakdown: {exc.message}"
         result.ns_per_day = result.hour_per_ns = None

@@ -7,7 +7,6 @@ ns/day: a failed run is never a number.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -73,10 +72,3 @@ def save_result(run_dir: Path, result: RunResult) -> Path:
 
 def load_result(run_dir: Path) -> RunResult:
     return RunResult.model_validate_json((run_dir / RESULT_FILE).read_text())
-
-
-def stamp(run_dir: Path, **fields: Any) -> RunResult:
-    """Update fields of an existing result.json (e.g. `llvm_commit`), atomically."""
-    result = load_result(run_dir).model_copy(update=fields)
-    save_result(run_dir, result)
-    return result

@@ -18,7 +18,7 @@ import docker
 from orchestrator import LABEL_PREFIX, engine
 from orchestrator.buildspec import Compiler, package_compiler
 from orchestrator.contexts import llvm_context
-from orchestrator.engine import Log, _print
+from orchestrator.engine import Log, stderr_log
 from orchestrator.errors import UserError
 from orchestrator.gitsource import ResolvedCommit, resolve_commit
 from orchestrator.images import (
@@ -64,7 +64,7 @@ def _finish(
 
 
 def ensure_toolchain_package(
-    client: docker.DockerClient, settings: Settings, package: str, log: Log = _print
+    client: docker.DockerClient, settings: Settings, package: str, log: Log = stderr_log
 ) -> str:
     """A toolchain image with a distribution compiler; returns its tag."""
     packages, compiler = package_compiler(package)
@@ -104,7 +104,7 @@ def ensure_toolchain_llvm(
     rev: str,
     *,
     rebuild: bool = True,
-    log: Log = _print,
+    log: Log = stderr_log,
 ) -> str:
     """Build (or reuse) clang+lld at an LLVM commit; returns the toolchain image tag."""
     commit = resolve_llvm(settings, rev)

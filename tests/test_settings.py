@@ -95,7 +95,7 @@ def test_malformed_toml(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None
 
 
 def test_webhook_is_secret(monkeypatch: pytest.MonkeyPatch) -> None:
-    secret = "https://discord.com/api/webhooks/123/sekrit-token"
+    secret = "https://hooks.example.invalid/webhooks/123/sekrit-token"
     monkeypatch.setenv("ORCH_WEBHOOK_URL", secret)
     s = load_settings()
     assert secret not in repr(s)
