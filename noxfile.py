@@ -79,6 +79,18 @@ def bench(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON, default=False)
+def rebuild(session: nox.Session) -> None:
+    """`nox -s rebuild -- <image tag | lockfile>`: build again, compare files (sha256)."""
+    _orchestrator(session, "rebuild")
+
+
+@nox.session(python=PYTHON, default=False)
+def share(session: nox.Session) -> None:
+    """`nox -s share -- save <tag> [file] | load <file> | push <tag> <registry/repo>`."""
+    _orchestrator(session, "share")
+
+
+@nox.session(python=PYTHON, default=False)
 def compare(session: nox.Session) -> None:
     """`nox -s compare -- <baseline run-or-group> <candidate run-or-group> [--format markdown]`."""
     _orchestrator(session, "compare")

@@ -46,14 +46,38 @@ class BenchRequest:
 
 
 class Progress:
-    """One line per phase with the elapsed time, on stderr."""
+    """One line per phase with the elapsed time, on stderr; and where the time went.
+
+    `container_seconds` adds up the container runs (create to exit), so the rest is
+    the tool's own overhead: image checks, planning, parsing, the diff.
+    """
 
     def __init__(self) -> None:
         self.started = time.monotonic()
+        self.container_seconds = 0.0
+        self.runs = 0
 
     def __call__(self, phase: str) -> None:
-        elapsed = int(time.monotonic() - self.started)
+        elapsed = int(self.elapsed)
         print(f"[{elapsed // 60:02d}:{elapsed % 60:02d}] {phase}", file=sys.stderr, flush=True)
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    @property
+    def outside_seconds(self) -> float:
+        return self.elapsed - self.container_seconds
+
+    def ran(self, result: RunResult) -> None:
+        self.runs += 1
+        self.container_seconds += result.duration_seconds or 0.0
+
+    def timing(self) -> str:
+        return (
+            f"{self.elapsed:.1f} s in all: {self.container_seconds:.1f} s in {self.runs} "
+            f"container runs, {self.outside_seconds:.1f} s outside them"
+        )
 
 
 def _dev_image(
@@ -79,13 +103,14 @@ def _dev_image(
 
 def _run(
     client: docker.DockerClient, settings: Settings, build: str, system: str, tag: str,
-    req: BenchRequest, llvm_commit: str | None,
+    req: BenchRequest, llvm_commit: str | None, progress: Progress,
 ) -> RunResult:  # fmt: skip
     request = runner.RunRequest(
         build=build, system=system, tag=tag, profile=req.profile,
         mdrun_args=req.mdrun_args, steps=req.steps, llvm_commit=llvm_commit,
     )  # fmt: skip
     result = runner.execute(client, settings, runner.plan_run(client, settings, request))
+    progress.ran(result)
     if not result.finished:
         raise UserError(
             f"Run {result.run_id} did not finish ({result.failure}); it is recorded as "
@@ -94,10 +119,15 @@ def _run(
     return result
 
 
-def bench(client: docker.DockerClient, settings: Settings, req: BenchRequest) -> Comparison:
+def bench(
+    client: docker.DockerClient,
+    settings: Settings,
+    req: BenchRequest,
+    progress: Progress | None = None,
+) -> Comparison:
     if req.repeats < 1:
         raise UsageError("--repeats must be at least 1.")
-    progress = Progress()
+    progress = progress or Progress()
     progress("GROMACS stable image")
     stable = images.build_gromacs(client, settings, "stable")
     dev = _dev_image(client, settings, req, progress)
@@ -118,11 +148,14 @@ def bench(client: docker.DockerClient, settings: Settings, req: BenchRequest) ->
             k += 1
             progress(f"run {k} of {total}: baseline {stable.build} on {system}")
             base_tag = BASELINE_TAG if n == 1 else f"{BASELINE_TAG}-r{i}"
-            _run(client, settings, stable.build or "", system, base_tag, req, None)
+            _run(client, settings, stable.build or "", system, base_tag, req, None, progress)
         k += 1
         progress(f"run {k} of {total}: {candidate.build} on {system}")
         cand_tag = tag if n == 1 else f"{tag}-r{i}"
-        _run(client, settings, candidate.build or "", system, cand_tag, req, candidate.llvm_commit)
+        _run(
+            client, settings, candidate.build or "", system, cand_tag, req,
+            candidate.llvm_commit, progress,
+        )  # fmt: skip
     progress("diff")
     base_runs = load_runs(settings.results, baseline_group)
     cand_runs = load_runs(settings.results, run_id(candidate.build or "", system, tag))
@@ -133,5 +166,5 @@ def bench(client: docker.DockerClient, settings: Settings, req: BenchRequest) ->
     Notifier.from_settings(settings).post(
         webhook_text(comparison), {"headline": comparison.headline}
     )
-    progress("done")
+    progress(f"done: {progress.timing()}")
     return comparison

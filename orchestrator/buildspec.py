@@ -25,9 +25,11 @@ HIP_DEV_FLAGS = (
     "-Wno-pass-failed"
 )
 
-#: Fixed paths inside every build, so rebuilds embed identical strings.
+#: Fixed paths inside every build, so rebuilds embed identical strings; and mapped
+#: away in `__FILE__` and debug info, so the binaries do not depend on them at all.
 SOURCE_DIR = "/src/gromacs"
 BUILD_DIR = "/build/gromacs"
+PREFIX_MAP = f"-ffile-prefix-map={SOURCE_DIR}=. -ffile-prefix-map={BUILD_DIR}=build"
 
 
 class Compiler(BaseModel):
@@ -108,6 +110,8 @@ def prefix_for(build_name: str) -> str:
 def cmake_flags(settings: Settings, kind: Kind, compiler: Compiler, prefix: str) -> list[str]:
     """The exact CMake arguments: the field report's recipe, per platform and kind."""
     common_tail = [
+        f"-DCMAKE_C_FLAGS={PREFIX_MAP}",
+        f"-DCMAKE_CXX_FLAGS={PREFIX_MAP}",
         "-DGMX_MPI=OFF",
         "-DGMX_OPENMP=ON",
         "-DGMX_BUILD_OWN_FFTW=OFF",
@@ -138,10 +142,10 @@ def cmake_flags(settings: Settings, kind: Kind, compiler: Compiler, prefix: str)
         f"-DCMAKE_HIP_COMPILER={compiler.hip}",
         f"-DCMAKE_HIP_COMPILER_ROCM_ROOT={rocm}",
     ]
-    if kind == "dev":
+    if kind == "dev":  # stable keeps the vendor's HIP defaults: no CMAKE_HIP_FLAGS at all
         hip_flags = (
             f"--rocm-path={rocm} --offload-arch={arch} {HIP_DEV_FLAGS} "
-            f"--rocm-device-lib-path={rocm}/lib/llvm/amdgcn/bitcode"
+            f"--rocm-device-lib-path={rocm}/lib/llvm/amdgcn/bitcode {PREFIX_MAP}"
         )
         flags.append(f"-DCMAKE_HIP_FLAGS={hip_flags}")
     flags += [f"-DGMX_HIP_TARGET_ARCH={arch}"]

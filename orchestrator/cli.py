@@ -183,6 +183,15 @@ def cmd_bench(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_rebuild(args: argparse.Namespace, settings: Settings) -> int:
+    from orchestrator import engine
+    from orchestrator.rebuild import rebuild, summary
+
+    report = rebuild(engine.connect(), settings, args.target)
+    print(summary(report))
+    return 1 if report.identical is False else 0
+
+
 def cmd_settings(args: argparse.Namespace, settings: Settings) -> int:
     rows = sorted(settings.public_dump().items())
     print(tabulate(rows, headers=["setting", "value"]))
@@ -261,6 +270,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-gmx-rebuild", action="store_true")
     _verdict_options(p)
     p.set_defaults(handler=cmd_bench, mdrun_args=[])
+
+    p = sub.add_parser(
+        "rebuild", help="rebuild an image from its lockfile; compare its files with the original"
+    )
+    p.add_argument("target", help="image tag (gromacs:<build> or <build>) or a lockfile path")
+    p.set_defaults(handler=cmd_rebuild)
 
     p = sub.add_parser("settings", help="show the effective settings (secrets hidden)")
     p.set_defaults(handler=cmd_settings)

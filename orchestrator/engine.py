@@ -107,22 +107,26 @@ def build(
     files: ContextFiles | None = None,
     target: str | None = None,
     buildkit: bool = False,
+    nocache: bool = False,
     log: Log = stderr_log,
 ) -> str:
     """Build `dockerfile` and return the image id; stream the log; tag nothing.
 
     Tagging is the caller's job, after its own checks pass, so a failed check never
     leaves a tag behind. Intermediate containers are always removed (`forcerm`).
+    `nocache` runs every step again (a rebuild that proves something).
     """
     started = time.monotonic()
     if buildkit:
         image_id = _build_cli(
-            dockerfile, what=what, labels=labels, files=files or {}, target=target, log=log
-        )
+            dockerfile, what=what, labels=labels, files=files or {}, target=target,
+            nocache=nocache, log=log,
+        )  # fmt: skip
     else:
         image_id = _build_api(
-            client, dockerfile, what=what, labels=labels, files=files or {}, target=target, log=log
-        )
+            client, dockerfile, what=what, labels=labels, files=files or {}, target=target,
+            nocache=nocache, log=log,
+        )  # fmt: skip
     log(f"built {what} as {image_id[:19]} in {time.monotonic() - started:.1f} s")
     return image_id
 
@@ -135,6 +139,7 @@ def _build_api(
     labels: Mapping[str, str] | None,
     files: ContextFiles,
     target: str | None,
+    nocache: bool,
     log: Log,
 ) -> str:
     failure = BuildFailure(step="", tail=[])
@@ -149,6 +154,7 @@ def _build_api(
             decode=True,
             labels=dict(labels or {}),
             target=target,
+            nocache=nocache,
         )
         for chunk in stream:
             if "stream" in chunk:
@@ -180,6 +186,7 @@ def _build_cli(
     labels: Mapping[str, str] | None,
     files: ContextFiles,
     target: str | None,
+    nocache: bool,
     log: Log,
 ) -> str:
     failure = BuildFailure(step="", tail=[])
@@ -197,6 +204,8 @@ def _build_cli(
             cmd += ["--label", f"{key}={value}"]
         if target:
             cmd += ["--target", target]
+        if nocache:
+            cmd.append("--no-cache")
         cmd.append(ctx)
         env = {**os.environ, "DOCKER_BUILDKIT": "1"}
         proc = subprocess.Popen(

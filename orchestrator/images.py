@@ -255,6 +255,8 @@ def build_gromacs(
         template=template,
         context=context,
         dockerfile_sha256=hashlib.sha256(dockerfile.encode()).hexdigest(),
+        dockerfile=dockerfile,
+        parents={builder: str(builder_image.id), compiler_image: compiler_id},
         builder=builder,
         packages=packages,
         gmx_version_info=info,
@@ -299,6 +301,12 @@ echo '@@packages'; dpkg-query -W -f='${{Package}}=${{Version}}\n' 2>/dev/null
 """
 
 
+def parse_version_info(text: str) -> dict[str, str]:
+    """`gmx --version`'s `Key: value` lines as a dict."""
+    pairs = (line.split(":", 1) for line in text.splitlines() if ":" in line)
+    return {key.strip(): value.strip() for key, value in pairs}
+
+
 def verify_build(
     client: docker.DockerClient,
     image_id: str,
@@ -314,12 +322,7 @@ def verify_build(
     sections = dict(
         [*part.split("\n", 1), ""][:2] for part in ("@@version\n" + out).split("@@")[1:]
     )
-    info = {
-        k.strip(): v.strip()
-        for k, v in (
-            line.split(":", 1) for line in sections.get("version", "").splitlines() if ":" in line
-        )
-    }
+    info = parse_version_info(sections.get("version", ""))
     info["_compiler_version"] = sections.get("compiler", "").strip()
     info["_compiler_path"] = sections.get("path", "").strip()
     info["_source_sha256"] = sections.get("sha", "").strip()

@@ -85,13 +85,20 @@ class ImageRecord(BaseModel):
 
 
 class Lockfile(BaseModel):
-    """Everything needed to rebuild an image: its record, template, context and packages."""
+    """Everything needed to rebuild an image: its record, template, context and packages.
 
-    schema_version: int = 1
+    `dockerfile` is the exact text that was built (templates change over time) and
+    `parents` pins each image it names in `FROM` to the id it had, so a rebuild months
+    later starts from the same builder and compiler, not whatever the tags point to now.
+    """
+
+    schema_version: int = 2
     record: ImageRecord
     template: str
     context: dict[str, Any]
     dockerfile_sha256: str
+    dockerfile: str | None = None
+    parents: dict[str, str] = Field(default_factory=dict)
     builder: str | None = None
     packages: dict[str, str] = Field(default_factory=dict)
     gmx_version_info: dict[str, str] = Field(default_factory=dict)

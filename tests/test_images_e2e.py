@@ -123,3 +123,42 @@ def test_reused_image_brings_its_lockfile(engine: Any, stable_image: Any, tmp_pa
     lock = load_lockfile(lockfile_path(tmp_path, record.tag))
     assert lock.record.id == stable_image.id == record.id
     assert lock.template == "gromacs-stable-cpu"
+
+
+SWAP_COMPILER = r"""FROM {toolchain}
+RUN real="$(readlink -f /usr/bin/clang++-16)" \
+ && touch -r "$real" /tmp/mtime \
+ && printf '#!/bin/sh\necho "swapped compiler ran: $*" >&2\nexit 97\n' > "$real" \
+ && touch -r /tmp/mtime "$real" && rm /tmp/mtime
+"""
+
+
+def test_changed_compiler_at_same_path_is_never_reused(
+    engine: Any, toolchain_image: str, dev_image: Any, tmp_path: Path
+) -> None:
+    """Other compiler content at the same path and mtime compiles GROMACS again.
+
+    No GROMACS object, layer or image of the old compiler may be reused: images are
+    keyed by the toolchain image's content id and the build tree lives and dies inside
+    one RUN step. The swapped compiler refuses to run, so the build must fail in it.
+    """
+    from orchestrator.errors import UserError
+    from orchestrator.settings import load_settings
+
+    settings = load_settings(platform="cpu", results_dir=tmp_path)
+    swapped_id = engine_mod.build(
+        engine, SWAP_COMPILER.format(toolchain=toolchain_image), what="swapped toolchain"
+    )
+    swapped = "gmxbench-scratch/toolchain-swapped:clang-16"
+    engine.images.get(swapped_id).tag(*swapped.split(":"))
+    before = {image.id for image in engine.images.list(name="gromacs")}
+    lines: list[str] = []
+    try:
+        with pytest.raises(UserError, match=r"Building .* failed"):
+            build_gromacs(engine, settings, "dev", toolchain=swapped, log=lines.append)
+    finally:
+        engine.images.remove(swapped, force=True)
+    assert any("swapped compiler ran" in line for line in lines), lines[-20:]
+    assert not any(line.startswith("up to date") for line in lines)
+    assert {image.id for image in engine.images.list(name="gromacs")} == before
+    assert not list(settings.results.glob("images/*.lock.json"))

@@ -26,6 +26,7 @@ GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
 ROCM = "/opt/rocm/core-7.12"
 ARCH = "gfx1201"
+PREFIX_MAP = "-ffile-prefix-map=/src/gromacs=. -ffile-prefix-map=/build/gromacs=build"
 LOCAL_LLVM = "/home/dev/llvm-project"
 
 #: Golden name -> (template, settings). Every template has one under its own name;
@@ -52,6 +53,8 @@ STABLE_ROCM = [
     f"-DCMAKE_HIP_COMPILER_ROCM_ROOT={ROCM}",
     f"-DGMX_HIP_TARGET_ARCH={ARCH}",
     f"-DCMAKE_PREFIX_PATH={ROCM}",
+    f"-DCMAKE_C_FLAGS={PREFIX_MAP}",
+    f"-DCMAKE_CXX_FLAGS={PREFIX_MAP}",
     "-DGMX_MPI=OFF",
     "-DGMX_OPENMP=ON",
     "-DGMX_BUILD_OWN_FFTW=OFF",
@@ -169,7 +172,10 @@ def test_rocm_dev_has_every_dev_flag() -> None:
     assert sorted(a for a in args if a not in hip) == sorted(DEV_ROCM)
     tokens = hip[0].removeprefix("-DCMAKE_HIP_FLAGS=").split()
     assert tokens[: len(HIP_FLAGS)] == HIP_FLAGS
-    assert tokens[len(HIP_FLAGS) :] == [f"--rocm-device-lib-path={ROCM}/lib/llvm/amdgcn/bitcode"]
+    assert tokens[len(HIP_FLAGS) :] == [
+        f"--rocm-device-lib-path={ROCM}/lib/llvm/amdgcn/bitcode",
+        *PREFIX_MAP.split(),
+    ]
 
 
 @pytest.mark.usefixtures("isolated")

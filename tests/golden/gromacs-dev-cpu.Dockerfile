@@ -27,6 +27,8 @@ RUN mkdir -p /src/gromacs \
       -DCMAKE_C_COMPILER=clang-16 \
       -DCMAKE_CXX_COMPILER=clang++-16 \
       -DGMX_GPU=OFF \
+      '-DCMAKE_C_FLAGS=-ffile-prefix-map=/src/gromacs=. -ffile-prefix-map=/build/gromacs=build' \
+      '-DCMAKE_CXX_FLAGS=-ffile-prefix-map=/src/gromacs=. -ffile-prefix-map=/build/gromacs=build' \
       -DGMX_MPI=OFF \
       -DGMX_OPENMP=ON \
       -DGMX_BUILD_OWN_FFTW=OFF \
@@ -38,7 +40,7 @@ RUN mkdir -p /src/gromacs \
       -DGMXAPI=OFF \
       -DGMX_INSTALL_NBLIB_API=OFF \
  && ninja -C /build/gromacs -j"$(nproc)" install \
- && cp /build/gromacs/CMakeCache.txt /opt/gromacs/dev-clang16-20260516-0243/CMakeCache.txt \
+ && sed '/^GMX_BUILD_HOSTNAME:/d' /build/gromacs/CMakeCache.txt > /opt/gromacs/dev-clang16-20260516-0243/CMakeCache.txt \
  && rm -rf /build/gromacs /src/gromacs
 ENV PATH=/opt/gromacs/dev-clang16-20260516-0243/bin:$PATH \
     GMXBENCH_BUILD=dev-clang16-20260516-0243 \

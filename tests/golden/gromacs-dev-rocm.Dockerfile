@@ -24,11 +24,13 @@ RUN mkdir -p /src/gromacs \
       -DGMX_GPU=HIP \
       -DCMAKE_HIP_COMPILER=/opt/llvm-d7fead0f/bin/clang++ \
       -DCMAKE_HIP_COMPILER_ROCM_ROOT=/opt/rocm/core-7.12 \
-      '-DCMAKE_HIP_FLAGS=--rocm-path=/opt/rocm/core-7.12 --offload-arch=gfx1201 -fPIC -fno-gpu-rdc -ffast-math -munsafe-fp-atomics -fdenormal-fp-math=ieee -fcuda-flush-denormals-to-zero -fno-slp-vectorize -Wno-unused-command-line-argument -Wno-pass-failed --rocm-device-lib-path=/opt/rocm/core-7.12/lib/llvm/amdgcn/bitcode' \
+      '-DCMAKE_HIP_FLAGS=--rocm-path=/opt/rocm/core-7.12 --offload-arch=gfx1201 -fPIC -fno-gpu-rdc -ffast-math -munsafe-fp-atomics -fdenormal-fp-math=ieee -fcuda-flush-denormals-to-zero -fno-slp-vectorize -Wno-unused-command-line-argument -Wno-pass-failed --rocm-device-lib-path=/opt/rocm/core-7.12/lib/llvm/amdgcn/bitcode -ffile-prefix-map=/src/gromacs=. -ffile-prefix-map=/build/gromacs=build' \
       -DGMX_HIP_TARGET_ARCH=gfx1201 \
       -DCMAKE_HIP_ARCHITECTURES=gfx1201 \
       -DGPU_TARGETS=gfx1201 \
       -DCMAKE_PREFIX_PATH=/opt/rocm/core-7.12 \
+      '-DCMAKE_C_FLAGS=-ffile-prefix-map=/src/gromacs=. -ffile-prefix-map=/build/gromacs=build' \
+      '-DCMAKE_CXX_FLAGS=-ffile-prefix-map=/src/gromacs=. -ffile-prefix-map=/build/gromacs=build' \
       -DGMX_MPI=OFF \
       -DGMX_OPENMP=ON \
       -DGMX_BUILD_OWN_FFTW=OFF \
@@ -38,7 +40,7 @@ RUN mkdir -p /src/gromacs \
       -DGMX_USE_RDTSCP=ON \
       -DHIPCC_HAS_TARGET_ARCH_gfx1201=TRUE \
  && ninja -C /build/gromacs -j"$(nproc)" install \
- && cp /build/gromacs/CMakeCache.txt /opt/gromacs/dev-llvm-d7fead0f-20260516-0243/CMakeCache.txt \
+ && sed '/^GMX_BUILD_HOSTNAME:/d' /build/gromacs/CMakeCache.txt > /opt/gromacs/dev-llvm-d7fead0f-20260516-0243/CMakeCache.txt \
  && rm -rf /build/gromacs /src/gromacs
 ENV PATH=/opt/gromacs/dev-llvm-d7fead0f-20260516-0243/bin:$PATH \
     GMXBENCH_BUILD=dev-llvm-d7fead0f-20260516-0243 \

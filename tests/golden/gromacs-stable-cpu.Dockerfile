@@ -26,6 +26,8 @@ RUN mkdir -p /src/gromacs \
       -DCMAKE_C_COMPILER=cc \
       -DCMAKE_CXX_COMPILER=c++ \
       -DGMX_GPU=OFF \
+      '-DCMAKE_C_FLAGS=-ffile-prefix-map=/src/gromacs=. -ffile-prefix-map=/build/gromacs=build' \
+      '-DCMAKE_CXX_FLAGS=-ffile-prefix-map=/src/gromacs=. -ffile-prefix-map=/build/gromacs=build' \
       -DGMX_MPI=OFF \
       -DGMX_OPENMP=ON \
       -DGMX_BUILD_OWN_FFTW=OFF \
@@ -37,7 +39,7 @@ RUN mkdir -p /src/gromacs \
       -DGMXAPI=OFF \
       -DGMX_INSTALL_NBLIB_API=OFF \
  && ninja -C /build/gromacs -j"$(nproc)" install \
- && cp /build/gromacs/CMakeCache.txt /opt/gromacs/stable-cpu-gcc12/CMakeCache.txt \
+ && sed '/^GMX_BUILD_HOSTNAME:/d' /build/gromacs/CMakeCache.txt > /opt/gromacs/stable-cpu-gcc12/CMakeCache.txt \
  && rm -rf /build/gromacs /src/gromacs
 ENV PATH=/opt/gromacs/stable-cpu-gcc12/bin:$PATH \
     GMXBENCH_BUILD=stable-cpu-gcc12 \

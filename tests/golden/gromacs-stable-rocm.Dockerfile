@@ -25,6 +25,8 @@ RUN mkdir -p /src/gromacs \
       -DCMAKE_HIP_COMPILER_ROCM_ROOT=/opt/rocm/core-7.12 \
       -DGMX_HIP_TARGET_ARCH=gfx1201 \
       -DCMAKE_PREFIX_PATH=/opt/rocm/core-7.12 \
+      '-DCMAKE_C_FLAGS=-ffile-prefix-map=/src/gromacs=. -ffile-prefix-map=/build/gromacs=build' \
+      '-DCMAKE_CXX_FLAGS=-ffile-prefix-map=/src/gromacs=. -ffile-prefix-map=/build/gromacs=build' \
       -DGMX_MPI=OFF \
       -DGMX_OPENMP=ON \
       -DGMX_BUILD_OWN_FFTW=OFF \
@@ -33,7 +35,7 @@ RUN mkdir -p /src/gromacs \
       -DGMX_SIMD=AVX2_256 \
       -DGMX_USE_RDTSCP=ON \
  && ninja -C /build/gromacs -j"$(nproc)" install \
- && cp /build/gromacs/CMakeCache.txt /opt/gromacs/stable-rocm7.12/CMakeCache.txt \
+ && sed '/^GMX_BUILD_HOSTNAME:/d' /build/gromacs/CMakeCache.txt > /opt/gromacs/stable-rocm7.12/CMakeCache.txt \
  && rm -rf /build/gromacs /src/gromacs
 ENV PATH=/opt/gromacs/stable-rocm7.12/bin:$PATH \
     GMXBENCH_BUILD=stable-rocm7.12 \

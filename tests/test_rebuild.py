@@ -1,0 +1,151 @@
+"""`rebuild`: lockfile lookup, pinned parents, the file comparison, and a real rebuild."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator.contexts import example_context
+from orchestrator.errors import UserError
+from orchestrator.provenance import ImageRecord, Lockfile, lockfile_path, save_lockfile
+from orchestrator.rebuild import (
+    FileDiff,
+    RebuildReport,
+    diff_files,
+    dockerfile_of,
+    find_lockfile,
+    summary,
+)
+from orchestrator.render import render
+from orchestrator.settings import load_settings
+
+REPO = Path(__file__).resolve().parent.parent
+
+DOCKERFILE = """FROM gmxbench-builder:cpu-abc AS source
+RUN true
+FROM gmxbench-toolchain:cpu-clang-16
+COPY --from=source /src /src
+"""
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _lock(**changes: Any) -> Lockfile:
+    lock = Lockfile(
+        record=ImageRecord(tag="gromacs:dev-clang16-20260101-0000", id="sha256:" + "1" * 64),
+        template="gromacs-dev-cpu",
+        context={"prefix": "/opt/gromacs/dev-clang16-20260101-0000"},
+        dockerfile_sha256="0" * 64,
+        dockerfile=DOCKERFILE,
+    )
+    return lock.model_copy(update=changes)
+
+
+def test_diff_files_reports_changed_missing_and_extra() -> None:
+    before = {"bin/gmx": "aa", "lib/libgromacs.so.7": "link:libgromacs.so.7.0.0", "x": "1"}
+    after = {"bin/gmx": "bb", "lib/libgromacs.so.7": "link:libgromacs.so.7.0.0", "y": "2"}
+    assert diff_files(before, after) == [
+        FileDiff(path="bin/gmx", original="aa", rebuilt="bb"),
+        FileDiff(path="x", original="1", rebuilt=None),
+        FileDiff(path="y", original=None, rebuilt="2"),
+    ]
+    assert diff_files(before, dict(before)) == []
+
+
+def test_summary_lists_differing_files() -> None:
+    report = RebuildReport(
+        tag="gromacs:dev-x", lockfile="l", original_id="sha256:1", rebuilt_id="sha256:2",
+        rebuilt_tag="gmxbench-rebuild:dev-x", created="t", prefix="/opt/gromacs/dev-x",
+        files_compared=3, identical=False,
+        differing=[FileDiff(path="bin/gmx", original="a" * 64, rebuilt="b" * 64)],
+    )  # fmt: skip
+    text = summary(report)
+    assert text.startswith("NOT identical: 1 of 3 files")
+    assert "bin/gmx" in text and "a" * 12 in text and "b" * 12 in text
+    same = report.model_copy(update={"identical": True, "differing": []})
+    assert summary(same).startswith("identical: all 3 files under /opt/gromacs/dev-x")
+
+
+def test_unknown_tag_and_bad_lockfile_are_clear_errors(engine: Any, tmp_path: Path) -> None:
+    settings = load_settings(platform="cpu", results_dir=tmp_path)
+    with pytest.raises(UserError, match="No lockfile for gromacs:no-such-build"):
+        find_lockfile(engine, settings, "no-such-build")
+    bad = tmp_path / "bad.lock.json"
+    bad.write_text('{"record": 1}')
+    with pytest.raises(UserError, match="is not a lockfile of this tool"):
+        find_lockfile(engine, settings, str(bad))
+    with pytest.raises(UserError, match="does not exist"):
+        find_lockfile(engine, settings, str(tmp_path / "gone.lock.json"))
+
+
+def test_lockfile_found_in_results_by_tag(engine: Any, tmp_path: Path) -> None:
+    settings = load_settings(platform="cpu", results_dir=tmp_path)
+    lock = _lock()
+    save_lockfile(tmp_path, lock)
+    assert find_lockfile(engine, settings, "dev-clang16-20260101-0000") == lock
+    path = lockfile_path(tmp_path, lock.record.tag)
+    assert find_lockfile(engine, settings, str(path)) == lock
+
+
+def test_parents_are_pinned_to_their_recorded_ids(engine: Any, toolchain_image: str) -> None:
+    toolchain_id = engine.images.get(toolchain_image).id
+    lock = _lock(
+        dockerfile=DOCKERFILE.replace("gmxbench-toolchain:cpu-clang-16", toolchain_image),
+        parents={toolchain_image: toolchain_id},
+    )
+    text = dockerfile_of(lock, engine)
+    assert f"FROM {toolchain_id}\n" in text
+    assert toolchain_image not in text
+
+
+def test_missing_parent_names_it_and_the_fix(engine: Any) -> None:
+    gone = "sha256:" + "f" * 64
+    lock = _lock(parents={"gmxbench-builder:cpu-abc": gone})
+    with pytest.raises(UserError, match=r"parent image gmxbench-builder:cpu-abc.*share -- load"):
+        dockerfile_of(lock, engine)
+
+
+def test_changed_template_without_stored_dockerfile_is_refused(engine: Any) -> None:
+    """Old lockfiles (no Dockerfile text) rebuild only while the template renders the same."""
+    context = example_context("gromacs-dev-cpu", load_settings(platform="cpu"))
+    text = render("gromacs-dev-cpu", context)
+    same = _lock(dockerfile=None, context=context, dockerfile_sha256=sha256(text))
+    assert dockerfile_of(same, engine) == text
+    for changed in (
+        same.model_copy(update={"dockerfile_sha256": "0" * 64}),
+        same.model_copy(update={"context": {"prefix": "/opt/x"}}),
+    ):
+        with pytest.raises(UserError, match="template gromacs-dev-cpu has changed"):
+            dockerfile_of(changed, engine)
+
+
+@pytest.mark.slow
+def test_rebuild_of_dev_image_is_identical(engine: Any, dev_image: Any, cpu_settings: Any) -> None:
+    """The issue's acceptance: rebuilding the dev image reports identical binaries."""
+    env = {
+        **os.environ,
+        "ORCH_PLATFORM": "cpu",
+        "ORCH_RESULTS_DIR": str(cpu_settings.results),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "rebuild", dev_image.tag],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=3600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert proc.stdout.startswith("identical: all ")
+    name = lockfile_path(cpu_settings.results, dev_image.tag).name.removesuffix(".lock.json")
+    report = RebuildReport.model_validate(
+        json.loads((cpu_settings.results / "images" / f"{name}.rebuild.json").read_text())
+    )
+    assert report.identical is True and report.original_id == dev_image.id
+    assert report.files_compared > 100 and report.version_mismatches == {}
+    assert engine.images.get(report.rebuilt_tag).id == report.rebuilt_id != dev_image.id
