@@ -192,6 +192,19 @@ def cmd_rebuild(args: argparse.Namespace, settings: Settings) -> int:
     return 1 if report.identical is False else 0
 
 
+def cmd_share(args: argparse.Namespace, settings: Settings) -> int:
+    from orchestrator import engine, share
+
+    client = engine.connect()
+    if args.action == "save":
+        print(share.save(client, settings, args.tag, args.file))
+    elif args.action == "load":
+        print(share.load(client, settings, args.file).tag)
+    else:
+        print(share.push(client, settings, args.tag, args.destination))
+    return 0
+
+
 def cmd_settings(args: argparse.Namespace, settings: Settings) -> int:
     rows = sorted(settings.public_dump().items())
     print(tabulate(rows, headers=["setting", "value"]))
@@ -276,6 +289,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("target", help="image tag (gromacs:<build> or <build>) or a lockfile path")
     p.set_defaults(handler=cmd_rebuild)
+
+    p = sub.add_parser("share", help="move images without a shared registry: save, load, push")
+    actions = p.add_subparsers(dest="action", required=True, metavar="action")
+    a = actions.add_parser("save", help="write <build>.gmxbench.tar.gz (image, lockfile, sha256)")
+    a.add_argument("tag", help="gromacs:<build> or a bare build name")
+    a.add_argument("file", type=Path, nargs="?", default=None, help="archive path or directory")
+    a = actions.add_parser("load", help="verify an archive, then load and tag its image")
+    a.add_argument("file", type=Path)
+    a = actions.add_parser("push", help="push to a registry; record the digest in the lockfile")
+    a.add_argument("tag")
+    a.add_argument("destination", help="registry/repo[:tag] (default tag: the build name)")
+    p.set_defaults(handler=cmd_share)
 
     p = sub.add_parser("settings", help="show the effective settings (secrets hidden)")
     p.set_defaults(handler=cmd_settings)

@@ -38,6 +38,7 @@ DEV_CURRENT = f"{GROMACS_REPO}:dev-current"
 #: Fixed build date (`__DATE__`, GROMACS build info): identical rebuilds need one.
 SOURCE_DATE_EPOCH = 1704067200
 LOCK_LABEL = LABEL_PREFIX + "lockfile"
+LAYERS_LABEL = LABEL_PREFIX + "layers"
 
 
 def inputs_key(*parts: str) -> str:
@@ -48,19 +49,36 @@ def now_iso() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def find_by_inputs(client: docker.DockerClient, key: str, kind: str) -> Any | None:
-    """A finished image made from these inputs, tagged ones first.
+def layers_digest(image: Any) -> str:
+    """One digest of an image's filesystem layers (their diff ids, in order)."""
+    layers = image.attrs.get("RootFS", {}).get("Layers", [])
+    return "sha256:" + hashlib.sha256("\n".join(layers).encode()).hexdigest()
 
-    Children inherit labels (a toolchain carries its builder's, a user's image FROM
-    ours carries everything), so the kind must match too, and a GROMACS image counts
-    only once verified, i.e. when it carries its lockfile.
+
+def is_labeled_for_itself(image: Any) -> bool:
+    """True for the image we labeled, false for anything built FROM it.
+
+    Children inherit every label (the raw GROMACS build carries its toolchain's, a
+    user's `FROM gromacs:…` carries the lockfile), so the labels alone cannot say whose
+    they are; the layers digest stamped with them can: a child adds layers.
+    """
+    labels = image.labels
+    if LAYERS_LABEL not in labels and labels.get(LABEL_PREFIX + "kind") == "base":
+        return len(image.attrs.get("RootFS", {}).get("Layers", [])) == 1  # a `docker import`
+    return bool(labels.get(LAYERS_LABEL) == layers_digest(image))
+
+
+def find_by_inputs(client: docker.DockerClient, key: str, kind: str) -> Any | None:
+    """A finished image of this kind made from these inputs, tagged ones first.
+
+    A GROMACS image counts only once verified, i.e. when it carries its lockfile.
     """
     found = [
         image
         for image in client.images.list(
             filters={"label": [f"{LABEL_PREFIX}inputs={key}", f"{LABEL_PREFIX}kind={kind}"]}
         )
-        if kind != "gromacs" or LOCK_LABEL in image.labels
+        if is_labeled_for_itself(image) and (kind != "gromacs" or LOCK_LABEL in image.labels)
     ]
     found.sort(key=lambda image: (bool(image.tags), image.attrs.get("Created", "")), reverse=True)
     return found[0] if found else None
@@ -72,7 +90,7 @@ def base_digest(image: Any) -> str:
     return str(digests[0].split("@", 1)[1]) if digests else str(image.id)
 
 
-def _label_and_tag(
+def label_and_tag(
     client: docker.DockerClient,
     image_id: str,
     record: ImageRecord,
@@ -80,8 +98,13 @@ def _label_and_tag(
     log: Log,
     extra_labels: dict[str, str] | None = None,
 ) -> str:
-    """Stamp the record's labels on a verified image (a one-line build) and tag it."""
-    labels = {**record.labels(), **(extra_labels or {})}
+    """Stamp the record's labels on a verified image (a one-line build) and tag it.
+
+    A label-only build keeps the layers, so the layers digest stamped here marks the
+    result as the image these labels describe (`is_labeled_for_itself`).
+    """
+    layers = layers_digest(client.images.get(image_id))
+    labels = {**record.labels(), **(extra_labels or {}), LAYERS_LABEL: layers}
     final_id = engine.build(
         client, f"FROM {image_id}\n", what=f"labels of {tags[0]}", labels=labels, log=log
     )
@@ -92,7 +115,7 @@ def _label_and_tag(
     return final_id
 
 
-def _refuse_overwrite(client: docker.DockerClient, tag: str, key: str) -> None:
+def refuse_overwrite(client: docker.DockerClient, tag: str, key: str) -> None:
     existing = engine.image_or_none(client, tag)
     if existing is not None and existing.labels.get(LABEL_PREFIX + "inputs") != key:
         raise UserError(
@@ -128,7 +151,7 @@ def ensure_builder(client: docker.DockerClient, settings: Settings, log: Log = s
             inputs=key,
             created=now_iso(),
         )
-        _label_and_tag(client, image_id, record, [tag], log)
+        label_and_tag(client, image_id, record, [tag], log)
     return tag
 
 
@@ -203,7 +226,7 @@ def build_gromacs(
     )
     existing = find_by_inputs(client, key, "gromacs")
     if existing is not None:
-        record = _record_of(existing)
+        record = record_of(existing)
         if record.tag not in existing.tags:  # e.g. the tag was removed: put it back
             existing.tag(*record.tag.split(":"))
         log(f"up to date: {record.tag} ({existing.id[:19]}), nothing to build")
@@ -214,7 +237,7 @@ def build_gromacs(
 
     name = plan_name if kind == "stable" else dev_build_name(compiler)
     tag = f"{GROMACS_REPO}:{name}"
-    _refuse_overwrite(client, tag, key)
+    refuse_overwrite(client, tag, key)
     context = context_for(name)
     dockerfile = render(template, context)
     log(f"building {tag} with {compiler.cxx if platform == 'cpu' else compiler.hip}")
@@ -263,7 +286,7 @@ def build_gromacs(
     )
     # The lockfile travels inside the image too (without the id, which it cannot know).
     embedded = {LOCK_LABEL: lock.model_dump_json(exclude={"record": {"id"}})}
-    record.id = _label_and_tag(client, image_id, record, tags, log, extra_labels=embedded)
+    record.id = label_and_tag(client, image_id, record, tags, log, extra_labels=embedded)
     path = save_lockfile(settings.results, lock)
     log(f"tagged {', '.join(tags)}; lockfile {path}")
     return record
@@ -279,7 +302,7 @@ def ensure_lockfile(results: Path, image: Any, record: ImageRecord) -> None:
     save_lockfile(results, Lockfile.model_validate(data))
 
 
-def _record_of(image: Any) -> ImageRecord:
+def record_of(image: Any) -> ImageRecord:
     """The record of a GROMACS image; its tag follows from the build label."""
     tag = f"{GROMACS_REPO}:{image.labels.get(LABEL_PREFIX + 'build')}"
     return ImageRecord.from_labels(tag, image.id, image.labels)
@@ -370,7 +393,7 @@ def list_images(
     """Records of the project's tagged images, newest first."""
     records = []
     for image in engine.project_images(client):
-        if image.labels.get(LABEL_PREFIX + "kind") not in kinds:
+        if image.labels.get(LABEL_PREFIX + "kind") not in kinds or not is_labeled_for_itself(image):
             continue
         for tag in image.tags:
             records.append(ImageRecord.from_labels(tag, image.id, image.labels))

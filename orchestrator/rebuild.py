@@ -22,10 +22,11 @@ from orchestrator.engine import Log, stderr_log
 from orchestrator.errors import UserError
 from orchestrator.images import (
     LOCK_LABEL,
-    _label_and_tag,
     ensure_lockfile,
+    label_and_tag,
     now_iso,
     parse_version_info,
+    record_of,
 )
 from orchestrator.provenance import (
     Lockfile,
@@ -85,9 +86,9 @@ def find_lockfile(client: docker.DockerClient, settings: Settings, target: str) 
     tag = target if ":" in target else f"gromacs:{target}"
     image = engine.image_or_none(client, tag)
     if image is not None and LOCK_LABEL in image.labels:
-        from orchestrator.images import _record_of
-
-        ensure_lockfile(settings.results, image, _record_of(image))
+        record = record_of(image)  # `dev-current` → the build's own tag
+        ensure_lockfile(settings.results, image, record)
+        tag = record.tag
     saved = lockfile_path(settings.results, tag)
     if saved.is_file():
         return load_lockfile(saved)
@@ -196,7 +197,7 @@ def rebuild(
     else:
         restored = record.model_copy(update={"created": report.created})
         embedded = {LOCK_LABEL: lock.model_dump_json(exclude={"record": {"id"}})}
-        restored.id = _label_and_tag(
+        restored.id = label_and_tag(
             client, rebuilt_id, restored, [record.tag], log, extra_labels=embedded
         )
         report.rebuilt_id = restored.id

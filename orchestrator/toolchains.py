@@ -22,12 +22,12 @@ from orchestrator.engine import Log, stderr_log
 from orchestrator.errors import UserError
 from orchestrator.gitsource import ResolvedCommit, resolve_commit
 from orchestrator.images import (
-    _label_and_tag,
-    _refuse_overwrite,
     ensure_builder,
     find_by_inputs,
     inputs_key,
+    label_and_tag,
     now_iso,
+    refuse_overwrite,
 )
 from orchestrator.provenance import ImageRecord
 from orchestrator.render import render
@@ -60,7 +60,7 @@ def _finish(
         created=now_iso(),
     )
     extra = {LABEL_PREFIX + "toolchain_json": compiler.model_dump_json()}
-    _label_and_tag(client, image_id, record, [tag], log, extra_labels=extra)
+    label_and_tag(client, image_id, record, [tag], log, extra_labels=extra)
 
 
 def ensure_toolchain_package(
@@ -73,7 +73,7 @@ def ensure_toolchain_package(
     dockerfile = render("toolchain-package", context)
     key = inputs_key("toolchain-package", dockerfile, client.images.get(builder).id)
     tag = f"{TOOLCHAIN_REPO}:{settings.active_platform}-{package}"
-    _refuse_overwrite(client, tag, key)
+    refuse_overwrite(client, tag, key)
     existing = find_by_inputs(client, key, "toolchain")
     if existing is not None and tag not in existing.tags:
         existing.tag(*tag.split(":"))

@@ -95,3 +95,74 @@ def dev_image(engine: Any, cpu_settings: Any, toolchain_image: str) -> Any:
     from orchestrator.images import build_gromacs
 
     return build_gromacs(engine, cpu_settings, "dev", toolchain=toolchain_image)
+
+
+@pytest.fixture
+def clean_engine(engine: Any) -> Iterator[Any]:
+    """A second, empty Docker Engine of our own, stopped and deleted afterwards.
+
+    It has its own data root, exec root (hence its own containerd), pid file and socket,
+    no iptables rules, and a bridge of its own (a /30 of TEST-NET-1, 192.0.2.0/24): `--bridge=none`
+    would make it delete the host's `docker0` at start-up, cutting the main engine's
+    containers off. It reaches registries on 127.0.0.1 like any engine on the host.
+    """
+    import shutil
+    import subprocess
+    import tempfile
+    import time
+    import uuid
+
+    import docker
+    import docker.errors
+
+    dockerd, ip = shutil.which("dockerd"), shutil.which("ip")
+    if dockerd is None or ip is None:
+        message = "a second engine needs dockerd and ip (apt-get install docker.io iproute2)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    # Short path: containerd's socket under the exec root must fit in 108 bytes.
+    root = Path(tempfile.mkdtemp(prefix="gmxd-", dir="/tmp"))
+    (root / "daemon.json").write_text("{}\n")  # not /etc/docker/daemon.json
+    socket = root / "docker.sock"
+    bridge, net = f"gmxb{uuid.uuid4().hex[:8]}", uuid.uuid4().int % 64 * 4
+    command = [
+        dockerd,
+        f"--config-file={root / 'daemon.json'}",
+        f"--data-root={root / 'data'}",
+        f"--exec-root={root / 'exec'}",
+        f"--pidfile={root / 'docker.pid'}",
+        f"--host=unix://{socket}",
+        f"--bridge={bridge}",
+        "--iptables=false",
+        "--ip-masq=false",
+    ]
+    log = (root / "dockerd.log").open("wb")
+    client, proc = None, None
+    try:
+        subprocess.run([ip, "link", "add", "name", bridge, "type", "bridge"], check=True)
+        subprocess.run([ip, "addr", "add", f"192.0.2.{net + 1}/30", "dev", bridge], check=True)
+        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while client is None:
+            try:  # the client asks the engine for its API version when it is made
+                client = docker.DockerClient(base_url=f"unix://{socket}", timeout=600)
+            except docker.errors.DockerException:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    tail = (root / "dockerd.log").read_text(errors="replace")[-2000:]
+                    pytest.fail(f"the second dockerd did not answer:\n{tail}")
+                time.sleep(0.3)
+        yield client
+    finally:
+        if client is not None:
+            client.close()
+        if proc is not None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        log.close()
+        subprocess.run([ip, "link", "delete", bridge], check=False, capture_output=True)
+        shutil.rmtree(root, ignore_errors=True)

@@ -162,3 +162,37 @@ def test_changed_compiler_at_same_path_is_never_reused(
     assert not any(line.startswith("up to date") for line in lines)
     assert {image.id for image in engine.images.list(name="gromacs")} == before
     assert not list(settings.results.glob("images/*.lock.json"))
+
+
+def test_images_built_from_ours_never_stand_in_for_them(
+    engine: Any, toolchain_image: str, stable_image: Any, tmp_path: Path
+) -> None:
+    """A newer tagged child inherits every label of its parent, inputs key included;
+    lookups and listings must still find the parent itself, not the child."""
+    from orchestrator import share
+    from orchestrator.errors import UserError
+    from orchestrator.settings import load_settings
+    from orchestrator.toolchains import ensure_toolchain_package
+
+    settings = load_settings(platform="cpu", results_dir=tmp_path)
+    original = engine.images.get(toolchain_image).id
+    children = {
+        "gmxbench-scratch/child:toolchain": f"FROM {toolchain_image}\nRUN touch /child\n",
+        "gmxbench-scratch/child:gromacs": f"FROM {stable_image.tag}\nRUN touch /child\n",
+    }
+    try:
+        for tag, dockerfile in children.items():
+            child = engine_mod.build(engine, dockerfile, what=tag)
+            engine.images.get(child).tag(*tag.split(":"))
+        assert engine.images.get(ensure_toolchain_package(engine, settings, "clang-16")).id == (
+            original
+        )
+        assert engine.images.get(toolchain_image).id == original
+        assert build_gromacs(engine, settings, "stable").id == stable_image.id
+        listed = {r.tag for r in list_images(engine, ("gromacs", "toolchain"))}
+        assert not listed & set(children) and stable_image.tag in listed
+        with pytest.raises(UserError, match="only inherited its labels"):
+            share.save(engine, settings, "gmxbench-scratch/child:gromacs", tmp_path)
+    finally:
+        for tag in children:
+            engine.images.remove(tag, force=True)
