@@ -14,7 +14,7 @@ HEADERS = ["", "baseline", "this", "Δ%", "baseline range", "this range", "p"]
 
 
 def _range(low: float, high: float) -> str:
-    return f"{low:.4g}–{high:.4g}" if low != high else "–"
+    return f"{low:.4g}–{high:.4g}" if low != high else f"{low:.4g} (all)"
 
 
 def _row(label: str, v: Verdict) -> list[str]:
