@@ -29,7 +29,13 @@ from orchestrator.buildspec import (
 )
 from orchestrator.engine import Log, stderr_log
 from orchestrator.errors import UsageError, UserError
-from orchestrator.provenance import ImageRecord, Lockfile, lockfile_path, save_lockfile
+from orchestrator.provenance import (
+    ImageRecord,
+    Lockfile,
+    lockfile_path,
+    parse_lockfile,
+    save_lockfile,
+)
 from orchestrator.render import render, uses_buildkit
 from orchestrator.settings import Settings
 
@@ -39,6 +45,11 @@ DEV_CURRENT = f"{GROMACS_REPO}:dev-current"
 SOURCE_DATE_EPOCH = 1704067200
 LOCK_LABEL = LABEL_PREFIX + "lockfile"
 LAYERS_LABEL = LABEL_PREFIX + "layers"
+
+
+def gromacs_ref(name: str) -> str:
+    """A bare build name means `gromacs:<build>`; anything with a tag or repo is as given."""
+    return name if ":" in name or "/" in name else f"{GROMACS_REPO}:{name}"
 
 
 def inputs_key(*parts: str) -> str:
@@ -297,9 +308,7 @@ def ensure_lockfile(results: Path, image: Any, record: ImageRecord) -> None:
     raw = image.labels.get(LOCK_LABEL)
     if raw is None or lockfile_path(results, record.tag).exists():
         return
-    data = json.loads(raw)
-    data["record"]["id"] = str(image.id)
-    save_lockfile(results, Lockfile.model_validate(data))
+    save_lockfile(results, parse_lockfile(raw, f"the label of {record.tag}", str(image.id)))
 
 
 def record_of(image: Any) -> ImageRecord:

@@ -12,9 +12,10 @@ import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from orchestrator import LABEL_PREFIX
+from orchestrator.errors import UserError
 
 ImageKind = Literal["base", "builder", "toolchain", "gromacs"]
 
@@ -105,8 +106,13 @@ class Lockfile(BaseModel):
     registry_digest: str | None = None
 
 
+def image_file(results_dir: Path, tag: str, suffix: str) -> Path:
+    """`results/images/<tag>.<suffix>`: where an image's lockfile and reports live."""
+    return results_dir / "images" / (tag.replace("/", "_").replace(":", "__") + suffix)
+
+
 def lockfile_path(results_dir: Path, tag: str) -> Path:
-    return results_dir / "images" / (tag.replace("/", "_").replace(":", "__") + ".lock.json")
+    return image_file(results_dir, tag, ".lock.json")
 
 
 def write_json_atomic(path: Path, data: str) -> None:
@@ -132,3 +138,22 @@ def save_lockfile(results_dir: Path, lock: Lockfile) -> Path:
 
 def load_lockfile(path: Path) -> Lockfile:
     return Lockfile.model_validate_json(path.read_text())
+
+
+def parse_lockfile(
+    raw: str | bytes, where: str, image_id: str | None = None, hint: str = ""
+) -> Lockfile:
+    """A lockfile from a file, an archive member or a label; a clear error if it is none.
+
+    A label cannot know its own image's id, so the caller supplies it.
+    """
+    try:
+        data = json.loads(raw)
+        if image_id is not None:
+            data["record"]["id"] = image_id
+        return Lockfile.model_validate(data)
+    except (ValueError, TypeError, KeyError, ValidationError) as exc:
+        reason = str(exc).splitlines()[0][:200]
+        raise UserError(
+            f"{where} is not a lockfile of this tool ({reason}). {hint}".strip()
+        ) from None

@@ -23,6 +23,7 @@ from orchestrator.errors import UserError
 from orchestrator.images import (
     LOCK_LABEL,
     ensure_lockfile,
+    gromacs_ref,
     label_and_tag,
     now_iso,
     parse_version_info,
@@ -30,8 +31,10 @@ from orchestrator.images import (
 )
 from orchestrator.provenance import (
     Lockfile,
+    image_file,
     load_lockfile,
     lockfile_path,
+    parse_lockfile,
     save_lockfile,
     write_json_atomic,
 )
@@ -76,14 +79,9 @@ def find_lockfile(client: docker.DockerClient, settings: Settings, target: str) 
     if target.endswith(".json") or path.is_file():
         if not path.is_file():
             raise UserError(f"Lockfile {target} does not exist. Pass an image tag or a lockfile.")
-        try:
-            return load_lockfile(path)
-        except ValueError as exc:
-            raise UserError(
-                f"{target} is not a lockfile of this tool ({str(exc).splitlines()[0]}). "
-                f"Lockfiles live in {settings.results / 'images'}."
-            ) from None
-    tag = target if ":" in target else f"gromacs:{target}"
+        hint = f"Lockfiles live in {settings.results / 'images'}."
+        return parse_lockfile(path.read_text(), target, hint=hint)
+    tag = gromacs_ref(target)
     image = engine.image_or_none(client, tag)
     if image is not None and LOCK_LABEL in image.labels:
         record = record_of(image)  # `dev-current` → the build's own tag
@@ -202,11 +200,12 @@ def rebuild(
         )
         report.rebuilt_id = restored.id
         save_lockfile(settings.results, lock.model_copy(update={"record": restored}))
-    out_path = settings.results / "images" / (Path(report.lockfile).name[: -len(".lock.json")])
-    write_json_atomic(
-        out_path.with_name(out_path.name + ".rebuild.json"), report.model_dump_json(indent=2)
-    )
+    write_json_atomic(report_path(settings.results, record.tag), report.model_dump_json(indent=2))
     return report
+
+
+def report_path(results_dir: Path, tag: str) -> Path:
+    return image_file(results_dir, tag, ".rebuild.json")
 
 
 def summary(report: RebuildReport) -> str:

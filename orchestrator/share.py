@@ -29,8 +29,8 @@ from pydantic import BaseModel, Field, ValidationError
 from orchestrator import LABEL_PREFIX, engine, provenance
 from orchestrator.engine import Log, stderr_log
 from orchestrator.errors import UsageError, UserError
-from orchestrator.images import GROMACS_REPO, LOCK_LABEL, is_labeled_for_itself
-from orchestrator.provenance import ImageRecord, Lockfile
+from orchestrator.images import GROMACS_REPO, LOCK_LABEL, gromacs_ref, is_labeled_for_itself
+from orchestrator.provenance import ImageRecord, Lockfile, parse_lockfile
 from orchestrator.settings import Settings
 
 MANIFEST, LOCK_MEMBER, IMAGE_MEMBER = "gmxbench-share.json", "lockfile.json", "image.tar"
@@ -81,17 +81,6 @@ def _copy_hashing(src: IO[bytes], dest: Path) -> Member:
     return Member(sha256=digest.hexdigest(), size=size)
 
 
-def _parse_lock(raw: str | bytes, where: str, image_id: str | None = None) -> Lockfile:
-    try:
-        data = json.loads(raw)
-        if image_id is not None:  # a label cannot know its own image's id
-            data["record"]["id"] = image_id
-        return Lockfile.model_validate(data)
-    except (ValueError, TypeError, KeyError, ValidationError) as exc:
-        reason = str(exc).splitlines()[0][:200]
-        raise UserError(f"The lockfile in {where} is not valid ({reason}).") from None
-
-
 def _comparable(lock: Lockfile) -> dict[str, Any]:
     """A lockfile as the label has it: no image id, no digest (`push` adds it later)."""
     return lock.model_dump(exclude={"record": {"id"}, "registry_digest": True})
@@ -111,7 +100,7 @@ def _project_image(
     client: docker.DockerClient, settings: Settings, tag: str
 ) -> tuple[Any, Lockfile]:
     """A verified GROMACS image (a bare build name means `gromacs:<build>`) and its lockfile."""
-    ref = tag if ":" in tag or "/" in tag else f"{GROMACS_REPO}:{tag}"
+    ref = gromacs_ref(tag)
     image = engine.image_or_none(client, ref)
     labels = image.labels if image is not None else {}
     if image is None or labels.get(LABEL_PREFIX + "kind") != "gromacs" or LOCK_LABEL not in labels:
@@ -125,7 +114,7 @@ def _project_image(
             f"{ref} was built FROM a gmxbench GROMACS image and only inherited its labels; "
             "share the image it was built from, or make yours with `nox -s build`."
         )
-    lock = _parse_lock(labels[LOCK_LABEL], f"the label of {ref}", str(image.id))
+    lock = parse_lockfile(labels[LOCK_LABEL], f"the label of {ref}", str(image.id))
     return image, _with_local_digest(settings, lock)
 
 
@@ -160,7 +149,9 @@ def _check_image_tar(image_tar: Path, manifest: ShareManifest, lock: Lockfile, w
         problems.append("the image is not labelled gmxbench.kind=gromacs")
     if LOCK_LABEL not in labels:
         problems.append("the image has no gmxbench.lockfile label")
-    elif _comparable(_parse_lock(labels[LOCK_LABEL], f"{where}", "")) != _comparable(lock):
+    elif _comparable(parse_lockfile(labels[LOCK_LABEL], f"the image label in {where}", "")) != (
+        _comparable(lock)
+    ):
         problems.append("the image's gmxbench.lockfile label differs from lockfile.json")
     tag = f"{GROMACS_REPO}:{labels.get(LABEL_PREFIX + 'build')}"
     if not manifest.tag == lock.record.tag == tag or lock.record.id != manifest.image_id:
@@ -281,7 +272,7 @@ def load(
             )
     with tempfile.TemporaryDirectory(prefix="gmxbench-share-") as tmp:
         manifest = _extract(path, Path(tmp))
-        lock = _parse_lock(Path(tmp, LOCK_MEMBER).read_bytes(), f"{path}")
+        lock = parse_lockfile(Path(tmp, LOCK_MEMBER).read_bytes(), f"{LOCK_MEMBER} in {path}")
         _check_image_tar(Path(tmp, IMAGE_MEMBER), manifest, lock, path)
         tag = lock.record.tag
         existing = engine.image_or_none(client, tag)

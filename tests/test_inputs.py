@@ -7,16 +7,16 @@ import hashlib
 import io
 import random
 import tarfile
-import threading
 import zipfile
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import local_http
 
 from orchestrator.errors import UserError
 from orchestrator.inputs import fetch_inputs
@@ -60,13 +60,8 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.base = f"http://127.0.0.1:{httpd.server_address[1]}"
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield state
-    httpd.shutdown()
-    httpd.server_close()
+    with local_http(Handler) as state.base:
+        yield state
 
 
 def make_zip(files: dict[str, bytes]) -> bytes:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 import logging
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
+from conftest import local_http
 from pydantic import SecretStr
 
 from orchestrator.notify import DISCORD_LIMIT, Notifier
@@ -50,12 +50,8 @@ def hook(monkeypatch: pytest.MonkeyPatch) -> Iterator[Hook]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.base = f"http://127.0.0.1:{httpd.server_address[1]}"
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield state
-    httpd.shutdown()
-    httpd.server_close()
+    with local_http(Handler) as state.base:
+        yield state
 
 
 def assert_no_secret(caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]) -> None:

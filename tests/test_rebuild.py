@@ -21,6 +21,7 @@ from orchestrator.rebuild import (
     diff_files,
     dockerfile_of,
     find_lockfile,
+    report_path,
     summary,
 )
 from orchestrator.render import render
@@ -151,9 +152,8 @@ def test_rebuild_of_dev_image_is_identical(engine: Any, dev_image: Any, cpu_sett
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     assert proc.stdout.startswith("identical: all ")
-    name = lockfile_path(cpu_settings.results, dev_image.tag).name.removesuffix(".lock.json")
     report = RebuildReport.model_validate(
-        json.loads((cpu_settings.results / "images" / f"{name}.rebuild.json").read_text())
+        json.loads(report_path(cpu_settings.results, dev_image.tag).read_text())
     )
     assert report.identical is True and report.original_id == dev_image.id
     assert report.files_compared > 100 and report.version_mismatches == {}
