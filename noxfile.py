@@ -34,12 +34,12 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff, mypy, and hadolint on every rendered template."""
+    """ruff, mypy, and hadolint on every rendered template (`gmxbench lint`)."""
     _install(session, "[dev]")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy")
-    session.run("python", "-m", "orchestrator.lint")
+    session.run("python", "-m", "orchestrator", "lint")
 
 
 @nox.session(python=PYTHON, default=False)
@@ -64,6 +64,12 @@ def render(session: nox.Session) -> None:
 def base(session: nox.Session) -> None:
     """Make the local Debian base image with debootstrap (no registry needed)."""
     _orchestrator(session, "base")
+
+
+@nox.session(python=PYTHON, default=False)
+def recipes(session: nox.Session) -> None:
+    """The systems runs can use (shipped, and from ORCH_RECIPES_DIRS), with their files."""
+    _orchestrator(session, "recipes")
 
 
 @nox.session(python=PYTHON, default=False)

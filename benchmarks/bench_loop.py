@@ -15,9 +15,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from orchestrator import engine, toolchains
-from orchestrator.bench import BenchRequest, Progress, bench
-from orchestrator.settings import load_settings
+from orchestrator.core import engine
+from orchestrator.core.settings import load_settings
+from orchestrator.images.toolchain_package import ensure_toolchain_package
+from orchestrator.workflows.bench import BenchRequest, bench
 
 PACKAGE = "clang-16"
 SYSTEM = "water"
@@ -29,18 +30,17 @@ def main() -> list[dict[str, float | int | str]]:
     rows: list[dict[str, float | int | str]] = []
     with tempfile.TemporaryDirectory(prefix="gmxbench-perf-") as tmp:
         settings = load_settings(platform="cpu", results_dir=Path(tmp) / "results")
-        toolchain = toolchains.ensure_toolchain_package(client, settings, PACKAGE)
+        toolchain = ensure_toolchain_package(client, settings, PACKAGE)
         for call in ("first (baseline + candidate)", "second (nothing changed)"):
-            progress = Progress()
             request = BenchRequest(toolchain=toolchain, system=SYSTEM, repeats=REPEATS)
-            bench(client, settings, request, progress)
+            outcome = bench(client, settings, request)
             rows.append(
                 {
                     "bench call": call,
-                    "container runs": progress.runs,
-                    "total s": round(progress.elapsed, 1),
-                    "in containers s": round(progress.container_seconds, 1),
-                    "outside s": round(progress.outside_seconds, 1),
+                    "container runs": outcome.runs,
+                    "total s": round(outcome.elapsed, 1),
+                    "in containers s": round(outcome.container_seconds, 1),
+                    "outside s": round(outcome.outside_seconds, 1),
                     "target": "≤ 10 s (second call)",
                 }
             )

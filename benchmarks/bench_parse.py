@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from orchestrator.rocprof import parse_rocprof
+from orchestrator.parsers.rocprof import parse_rocprof
 
 ROWS = 1_000_000
 HEADER = [

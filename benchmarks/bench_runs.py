@@ -23,11 +23,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from orchestrator import engine
-from orchestrator.images import build_gromacs
-from orchestrator.mdlog import parse_mdlog
-from orchestrator.runner import RunRequest, execute, plan_run
-from orchestrator.settings import load_settings
+from orchestrator.core import engine
+from orchestrator.core.settings import load_settings
+from orchestrator.images.gromacs import build_gromacs
+from orchestrator.parsers.mdlog import parse_mdlog
+from orchestrator.runs.runner import RunRequest, execute, plan_run
 
 REPEATS = 5
 SYSTEM = "water:3k"
@@ -43,7 +43,7 @@ def _export_rootfs(client: object, image: str, into: Path) -> None:
         with tarfile.open(fileobj=stream) as tar:
             tar.extractall(into, filter="fully_trusted")
     finally:
-        engine.remove_container(container)
+        container.remove(force=True)
 
 
 def _native_run(root: Path, tpr: Path, ntomp: int, n: int) -> float:
@@ -74,7 +74,7 @@ def main() -> list[dict[str, float | int | str]]:
     client = engine.connect()
     with tempfile.TemporaryDirectory(prefix="gmxbench-perf-") as tmp:
         settings = load_settings(platform="cpu", results_dir=Path(tmp) / "results")
-        stable = build_gromacs(client, settings, "stable", log=lambda _: None)
+        stable = build_gromacs(client, settings, "stable")
         root = Path(tmp) / "rootfs"
         _export_rootfs(client, stable.tag, root)
         overhead, overhead_run_only, contained, native = [], [], [], []
@@ -91,7 +91,7 @@ def main() -> list[dict[str, float | int | str]]:
                 whole - result.mdrun_wall_seconds - (result.setup_seconds or 0)
             )
             contained.append(result.ns_per_day or 0.0)
-            run_dir = settings.results / result.run_id
+            run_dir = settings.results_dir / result.run_id
             native.append(_native_run(root, run_dir / "topol.tpr", settings.jobs, i))
     fidelity = statistics.median(contained) / statistics.median(native)
     return [

@@ -86,30 +86,30 @@ def session_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def cpu_settings(session_results: Path) -> Any:
-    from orchestrator.settings import load_settings
+    from orchestrator.core.settings import load_settings
 
     return load_settings(platform="cpu", results_dir=session_results)
 
 
 @pytest.fixture(scope="session")
 def stable_image(engine: Any, cpu_settings: Any) -> Any:
-    from orchestrator.images import build_gromacs
+    from orchestrator.images.gromacs import build_gromacs
 
     return build_gromacs(engine, cpu_settings, "stable")
 
 
 @pytest.fixture(scope="session")
 def toolchain_image(engine: Any, cpu_settings: Any) -> str:
-    from orchestrator.toolchains import ensure_toolchain_package
+    from orchestrator.images.toolchain_package import ensure_toolchain_package
 
     return ensure_toolchain_package(engine, cpu_settings, TOOLCHAIN_PACKAGE)
 
 
 @pytest.fixture(scope="session")
 def dev_image(engine: Any, cpu_settings: Any, toolchain_image: str) -> Any:
-    from orchestrator.images import build_gromacs
+    from orchestrator.images.gromacs import build_gromacs
 
-    return build_gromacs(engine, cpu_settings, "dev", toolchain=toolchain_image)
+    return build_gromacs(engine, cpu_settings, "dev", toolchain_tag=toolchain_image)
 
 
 @pytest.fixture

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from orchestrator.bench import BenchRequest, bench
-from orchestrator.runrecord import load_result
+from orchestrator.results.report import render
+from orchestrator.runs.store import RunStore
+from orchestrator.workflows.bench import BenchRequest, bench
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
@@ -17,35 +18,36 @@ STEPS = 1000
 
 
 def test_aa_same_build_has_no_significant_change(
-    engine: Any, cpu_settings: Any, stable_image: Any, capsys: pytest.CaptureFixture[str]
+    engine: Any, cpu_settings: Any, stable_image: Any
 ) -> None:
     # alpha 0.01 keeps this test's own false-alarm rate under ~1% per CI run; 5 vs 5
     # runs can still reach it (minimum exact p = 0.0079).
     req = BenchRequest(system=SYSTEM, steps=STEPS, repeats=5, tag="aa", alpha=0.01)
-    cmp = bench(engine, cpu_settings, req)
+    outcome = bench(engine, cpu_settings, req)
+    cmp = outcome.comparison
+    assert outcome.runs in (5, 10) and 0 < outcome.container_seconds < outcome.elapsed
     assert cmp.ns_per_day.n_baseline == cmp.ns_per_day.n_candidate == 5
     assert cmp.categories, "the CPU cycle accounting gives per-category timings"
     for name, verdict in {"ns/day": cmp.ns_per_day, **cmp.categories}.items():
         assert verdict.testable, name
         assert not verdict.significant, f"A/A found a change in {name}: {verdict.note}"
         assert verdict.marker == "•"
-    out = capsys.readouterr().out
+    out = render(cmp)
     assert out.startswith(f"{stable_image.build} on water:3k:pme: ")  # the headline first
     assert "statistics: 5 vs 5 runs" in out
 
 
 def test_dev_against_stable_with_repeats(
-    engine: Any, cpu_settings: Any, stable_image: Any, toolchain_image: str,
-    capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+    engine: Any, cpu_settings: Any, stable_image: Any, toolchain_image: str
+) -> None:
     req = BenchRequest(toolchain=toolchain_image, system=SYSTEM, steps=STEPS, repeats=3)
-    cmp = bench(engine, cpu_settings, req)
-    out = capsys.readouterr().out
+    cmp = bench(engine, cpu_settings, req).comparison
+    out = render(cmp)
     assert cmp.label.startswith("dev-clang16-")
     assert out.startswith(cmp.headline)
     assert re.search(r"statistics: 3 vs [35] runs", out)  # 5 when the A/A test ran first
     assert "nbnxm" in out and "pme_spread" in out
     for run in cmp.candidate:
-        result = load_result(cpu_settings.results / run)
+        result = RunStore.load(cpu_settings.results_dir / run)
         assert result.compiler_version and "clang version 16" in result.compiler_version
         assert result.finished and result.ns_per_day

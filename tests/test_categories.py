@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from orchestrator.categories import (
+from orchestrator.parsers.categories import (
     CATEGORIES,
     CYCLE_RULES,
     KERNEL_RULES,

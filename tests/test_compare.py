@@ -9,12 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.compare import compare_runs, load_runs
-from orchestrator.errors import UsageError
-from orchestrator.hostinfo import HostInfo
-from orchestrator.mdlog import cycle_breakdown, parse_mdlog
-from orchestrator.report import render, webhook_text
-from orchestrator.runrecord import KERNEL_FILE, ImageRef, RunResult, save_result
+from orchestrator.core.errors import UsageError
+from orchestrator.parsers.mdlog import cycle_breakdown, parse_mdlog
+from orchestrator.results.compare import compare_runs
+from orchestrator.results.report import render, webhook_text
+from orchestrator.runs.hostinfo import HostInfo
+from orchestrator.runs.store import ImageRef, Run, RunResult, RunStore
+
+
+def load_runs(results: Path, spec: str) -> list[Run]:
+    return RunStore(results).finished(spec)
+
 
 REPO = Path(__file__).resolve().parent.parent
 LOGS = REPO / "tests" / "data" / "mdlog"
@@ -43,10 +48,10 @@ def make_run(
         ns_per_day=(md.ns_per_day or 0) * ns_scale, gmx_version=md.gmx_version,
         image=ImageRef(tag="gromacs:x", id="sha256:0"), host=HostInfo(hostname="h", kernel="k"),
         command=command, steps=steps, atoms=md.atoms, pme_grid=md.pme_grid,
-        coulomb_cutoff=md.coulomb_cutoff,
+        coulomb_cutoff=md.coulomb_cutoff, energies=md.energies,
     )  # fmt: skip
-    save_result(run_dir, result)
-    (run_dir / KERNEL_FILE).write_text(cycle_breakdown(md).model_dump_json())
+    RunStore.save(run_dir, result)
+    RunStore.save_breakdown(run_dir, cycle_breakdown(md))
     return run_dir
 
 
@@ -115,7 +120,7 @@ def test_refuses_pairs_that_measure_different_things(
 def test_failed_runs_are_never_numbers(tmp_path: Path) -> None:
     a = make_run(tmp_path, "stable__w__kernel-baseline", "water-2022.5.log")
     result = RunResult.model_validate_json((a / "result.json").read_text())
-    save_result(a, result.model_copy(update={"finished": False, "ns_per_day": None}))
+    RunStore.save(a, result.model_copy(update={"finished": False, "ns_per_day": None}))
     with pytest.raises(UsageError, match="no finished runs"):
         load_runs(tmp_path, str(a))
 
@@ -133,8 +138,8 @@ def test_compare_cli_markdown(tmp_path: Path) -> None:
 
 
 def test_benjamini_hochberg_keeps_broad_changes_and_drops_lone_ones() -> None:
-    from orchestrator.compare import adjust_for_many_categories
-    from orchestrator.stats import compare_samples
+    from orchestrator.results.compare import adjust_for_many_categories
+    from orchestrator.results.stats import compare_samples
 
     base = [100.0, 101.0, 99.0, 100.5, 99.5]
     moved = compare_samples(base, [90.0, 91.0, 89.0, 90.5, 89.5], higher_is_better=False)

@@ -6,9 +6,11 @@ from typing import Any
 
 import pytest
 
-from orchestrator import engine as engine_mod
-from orchestrator.errors import UserError
-from orchestrator.settings import DEFAULT_CPU_BASE
+from orchestrator.core import engine as engine_mod
+from orchestrator.core.errors import UserError
+from orchestrator.platforms.cpu import CpuPlatform
+
+DEFAULT_CPU_BASE = CpuPlatform.default_base
 
 pytestmark = pytest.mark.engine
 
@@ -18,8 +20,8 @@ def _containers(client: Any) -> set[str]:
 
 
 def test_failing_step_is_named_with_log_tail(engine: Any) -> None:
-    from orchestrator.baseimage import ensure_base
-    from orchestrator.settings import load_settings
+    from orchestrator.core.settings import load_settings
+    from orchestrator.images.base import ensure_base
 
     ensure_base(engine, load_settings(platform="cpu"))
     before = _containers(engine)
@@ -30,7 +32,9 @@ def test_failing_step_is_named_with_log_tail(engine: Any) -> None:
     )
     lines: list[str] = []
     with pytest.raises(UserError) as err:
-        engine_mod.build(engine, dockerfile, what="gmxbench-test:fail", log=lines.append)
+        engine_mod.build(
+            engine, dockerfile, what="gmxbench-test:fail", emit=lambda e: lines.append(e.text)
+        )
     message = err.value.message
     assert "Building gmxbench-test:fail failed at Step 3/3 : RUN echo about to fail" in message
     assert "returned a non-zero code: 3" in message
@@ -43,16 +47,12 @@ def test_failing_step_is_named_with_log_tail(engine: Any) -> None:
 
 def test_parse_error_is_a_user_error(engine: Any) -> None:
     with pytest.raises(UserError, match="unknown instruction"):
-        engine_mod.build(
-            engine, "FROM scratch\nFOOBAR baz\n", what="gmxbench-test:parse", log=lambda _: None
-        )
+        engine_mod.build(engine, "FROM scratch\nFOOBAR baz\n", what="gmxbench-test:parse")
 
 
 def test_build_returns_id_and_labels(engine: Any) -> None:
     dockerfile = f"FROM {DEFAULT_CPU_BASE}\nRUN echo ok > /ok\n"
-    image_id = engine_mod.build(
-        engine, dockerfile, what="probe", labels={"gmxbench.test": "yes"}, log=lambda _: None
-    )
+    image_id = engine_mod.build(engine, dockerfile, what="probe", labels={"gmxbench.test": "yes"})
     image = engine.images.get(image_id)
     assert image.labels["gmxbench.test"] == "yes"
     code, out = engine_mod.run_capture(engine, image_id, ["cat", "/ok"])

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.errors import UsageError
-from orchestrator.gitsource import diff_digest, display_source, resolve_commit
+from orchestrator.core.errors import UsageError
+from orchestrator.images.gitsource import diff_digest, display_source, resolve_commit
 
 
 def git(repo: Path, *args: str) -> str:

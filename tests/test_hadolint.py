@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import lint
-from orchestrator.errors import UserError
-from orchestrator.render import templates
-from orchestrator.settings import Settings
+from orchestrator.core.errors import UserError
+from orchestrator.core.settings import Settings
+from orchestrator.images import lint
+from orchestrator.images.render import templates
 
 
 @pytest.fixture

@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from orchestrator import engine as engine_mod
-from orchestrator.images import build_gromacs, list_images, records_json
-from orchestrator.provenance import load_lockfile, lockfile_path
+from orchestrator.core import engine as engine_mod
+from orchestrator.images.catalog import list_images, records_json
+from orchestrator.images.gromacs import build_gromacs
+from orchestrator.images.provenance import load_lockfile, lockfile_path
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
@@ -95,7 +96,7 @@ def test_stable_and_dev_flags_differ_only_in_compiler(stable_image: Any, dev_ima
 
 
 def test_lockfile_written(cpu_settings: Any, stable_image: Any) -> None:
-    lock = load_lockfile(lockfile_path(cpu_settings.results, stable_image.tag))
+    lock = load_lockfile(lockfile_path(cpu_settings.results_dir, stable_image.tag))
     assert lock.record.id == stable_image.id
     assert lock.template == "gromacs-stable-cpu"
     assert lock.packages.get("cmake")
@@ -116,7 +117,7 @@ def test_images_cli_json(engine: Any, stable_image: Any) -> None:
 
 def test_reused_image_brings_its_lockfile(engine: Any, stable_image: Any, tmp_path: Path) -> None:
     """A results dir that never saw the build still gets the lockfile, from the image."""
-    from orchestrator.settings import load_settings
+    from orchestrator.core.settings import load_settings
 
     settings = load_settings(platform="cpu", results_dir=tmp_path)
     record = build_gromacs(engine, settings, "stable")
@@ -142,8 +143,8 @@ def test_changed_compiler_at_same_path_is_never_reused(
     keyed by the toolchain image's content id and the build tree lives and dies inside
     one RUN step. The swapped compiler refuses to run, so the build must fail in it.
     """
-    from orchestrator.errors import UserError
-    from orchestrator.settings import load_settings
+    from orchestrator.core.errors import UserError
+    from orchestrator.core.settings import load_settings
 
     settings = load_settings(platform="cpu", results_dir=tmp_path)
     swapped_id = engine_mod.build(
@@ -155,13 +156,15 @@ def test_changed_compiler_at_same_path_is_never_reused(
     lines: list[str] = []
     try:
         with pytest.raises(UserError, match=r"Building .* failed"):
-            build_gromacs(engine, settings, "dev", toolchain=swapped, log=lines.append)
+            build_gromacs(
+                engine, settings, "dev", toolchain_tag=swapped, emit=lambda e: lines.append(e.text)
+            )
     finally:
         engine.images.remove(swapped, force=True)
     assert any("swapped compiler ran" in line for line in lines), lines[-20:]
     assert not any(line.startswith("up to date") for line in lines)
     assert {image.id for image in engine.images.list(name="gromacs")} == before
-    assert not list(settings.results.glob("images/*.lock.json"))
+    assert not list(settings.results_dir.glob("images/*.lock.json"))
 
 
 def test_images_built_from_ours_never_stand_in_for_them(
@@ -169,10 +172,10 @@ def test_images_built_from_ours_never_stand_in_for_them(
 ) -> None:
     """A newer tagged child inherits every label of its parent, inputs key included;
     lookups and listings must still find the parent itself, not the child."""
-    from orchestrator import share
-    from orchestrator.errors import UserError
-    from orchestrator.settings import load_settings
-    from orchestrator.toolchains import ensure_toolchain_package
+    from orchestrator.core.errors import UserError
+    from orchestrator.core.settings import load_settings
+    from orchestrator.images.toolchain_package import ensure_toolchain_package
+    from orchestrator.workflows import share
 
     settings = load_settings(platform="cpu", results_dir=tmp_path)
     original = engine.images.get(toolchain_image).id

@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 from conftest import local_http
 
-from orchestrator.errors import UserError
-from orchestrator.inputs import fetch_inputs
-from orchestrator.recipes import Recipe, ResolvedSystem
+from orchestrator.core.errors import UserError
+from orchestrator.core.events import Event, Transfer
+from orchestrator.runs.inputs import fetch_inputs
+from orchestrator.runs.recipe import Recipe, ResolvedSystem, load_recipe
 
 
 @dataclass
@@ -103,22 +104,22 @@ def leftovers(cache: Path) -> list[Path]:
     return [p for p in cache.rglob("*") if p.name.endswith((".part", ".tmp"))]
 
 
-def test_download_unpack_and_second_call_uses_cache(
-    server: Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_download_unpack_and_second_call_uses_cache(server: Server, tmp_path: Path) -> None:
     body = make_zip({"benchTEST/benchTEST.tpr": b"TPR" * 1000, "benchTEST/README": b"hi"})
     server.routes["/benchTEST.zip"] = Route(body)
     system = zip_system(server.url("/benchTEST.zip"), body)
 
-    first = fetch_inputs(system, tmp_path)
+    events: list[Event] = []
+    first = fetch_inputs(system, tmp_path, emit=events.append)
     assert first == tmp_path / "systems" / "benchTEST"
     assert (first / "benchTEST.tpr").read_bytes() == b"TPR" * 1000  # single top dir stripped
     archive = tmp_path / "inputs" / f"{sha(body)[:12]}-benchTEST.zip"
     assert archive.read_bytes() == body
     assert archive.with_name(archive.name + ".verified").read_text().split()[0] == sha(body)
-    assert "benchTEST.zip" in capsys.readouterr().err  # progress on stderr
+    progress = [e for e in events if isinstance(e, Transfer) and e.text == "benchTEST.zip"]
+    assert progress and progress[-1].finished and progress[-1].done == len(body)
 
-    second = fetch_inputs(system, tmp_path, progress=False)
+    second = fetch_inputs(system, tmp_path)
     assert second == first
     assert server.hits["/benchTEST.zip"] == 1
     assert leftovers(tmp_path) == []
@@ -127,7 +128,7 @@ def test_download_unpack_and_second_call_uses_cache(
     import shutil
 
     shutil.rmtree(first)
-    assert fetch_inputs(system, tmp_path, progress=False) == first
+    assert fetch_inputs(system, tmp_path) == first
     assert server.hits["/benchTEST.zip"] == 1
 
 
@@ -168,8 +169,8 @@ def test_tar_member_and_gunzip(server: Server, tmp_path: Path) -> None:
             },
         }
     )
-    pme = fetch_inputs(recipe.resolve("3k"), tmp_path, progress=False)
-    rf = fetch_inputs(recipe.resolve("0003", "rf"), tmp_path, progress=False)
+    pme = fetch_inputs(recipe.resolve("3k"), tmp_path)
+    rf = fetch_inputs(recipe.resolve("0003", "rf"), tmp_path)
     assert pme == rf == tmp_path / "systems" / "wat" / "0003"
     assert (pme / "conf.gro").read_bytes() == b"conf 3k\n"
     assert not (pme / "conf.gro.gz").exists()
@@ -182,7 +183,7 @@ def test_tar_member_and_gunzip(server: Server, tmp_path: Path) -> None:
     ]
     # The other size needs grompp files it lacks: a clear error, nothing left behind.
     with pytest.raises(UserError, match=r"no pme\.mdp, topol\.top"):
-        fetch_inputs(recipe.resolve("6k"), tmp_path, progress=False)
+        fetch_inputs(recipe.resolve("6k"), tmp_path)
     assert server.hits["/water.tar.gz"] == 1
     assert not (tmp_path / "systems" / "wat" / "0006").exists()
     assert leftovers(tmp_path) == []
@@ -193,7 +194,7 @@ def test_wrong_checksum(server: Server, tmp_path: Path) -> None:
     server.routes["/benchTEST.zip"] = Route(body)
     system = zip_system(server.url("/benchTEST.zip"), body, digest="0" * 64)
     with pytest.raises(UserError) as err:
-        fetch_inputs(system, tmp_path, progress=False)
+        fetch_inputs(system, tmp_path)
     assert "0" * 64 in err.value.message and sha(body) in err.value.message
     assert list((tmp_path / "inputs").iterdir()) == []
     assert not (tmp_path / "systems").exists()
@@ -205,7 +206,7 @@ def test_truncated_download(server: Server, tmp_path: Path) -> None:
     server.routes["/benchTEST.zip"] = Route(body[:5000], short_by=len(body) - 5000)
     system = zip_system(server.url("/benchTEST.zip"), body)
     with pytest.raises(UserError) as err:
-        fetch_inputs(system, tmp_path, progress=False)
+        fetch_inputs(system, tmp_path)
     assert "benchTEST.zip" in err.value.message
     assert "nothing was kept" in err.value.message
     assert f"of {len(body)} bytes" in err.value.message
@@ -221,7 +222,7 @@ def test_corrupt_zip_with_matching_checksum(server: Server, tmp_path: Path) -> N
     server.routes["/benchTEST.zip"] = Route(corrupt)
     system = zip_system(server.url("/benchTEST.zip"), corrupt)
     with pytest.raises(UserError, match=r"cannot be unpacked as zip \(BadZipFile: Bad CRC"):
-        fetch_inputs(system, tmp_path, progress=False)
+        fetch_inputs(system, tmp_path)
     assert list((tmp_path / "inputs").iterdir()) == []  # unusable: not kept
     assert list((tmp_path / "systems").iterdir()) == []
     assert leftovers(tmp_path) == []
@@ -231,7 +232,7 @@ def test_not_a_zip_at_all(server: Server, tmp_path: Path) -> None:
     body = b"<html>moved</html>"
     server.routes["/benchTEST.zip"] = Route(body)
     with pytest.raises(UserError, match="cannot be unpacked"):
-        fetch_inputs(zip_system(server.url("/benchTEST.zip"), body), tmp_path, progress=False)
+        fetch_inputs(zip_system(server.url("/benchTEST.zip"), body), tmp_path)
     assert leftovers(tmp_path) == []
 
 
@@ -240,7 +241,7 @@ def test_path_traversal_is_refused(server: Server, tmp_path: Path) -> None:
     server.routes["/benchTEST.zip"] = Route(body)
     cache = tmp_path / "cache"
     with pytest.raises(UserError, match="leaves the unpack directory"):
-        fetch_inputs(zip_system(server.url("/benchTEST.zip"), body), cache, progress=False)
+        fetch_inputs(zip_system(server.url("/benchTEST.zip"), body), cache)
     assert not list(tmp_path.rglob("evil.txt"))
     assert leftovers(cache) == []
 
@@ -265,7 +266,7 @@ def test_tar_traversal_and_links(server: Server, tmp_path: Path) -> None:
         }
     ).resolve()
     server.routes["/t.tar.gz"] = Route(safe)
-    unpacked = fetch_inputs(system, tmp_path / "a", progress=False)
+    unpacked = fetch_inputs(system, tmp_path / "a")
     assert unpacked is not None
     assert sorted(p.name for p in unpacked.iterdir()) == [".unpacked", "benchTEST.tpr"]
 
@@ -273,7 +274,7 @@ def test_tar_traversal_and_links(server: Server, tmp_path: Path) -> None:
     server.routes["/t.tar.gz"] = Route(evil)
     spec = system.inputs[0].model_copy(update={"sha256": sha(evil)})
     with pytest.raises(UserError, match="unsafe to unpack"):
-        fetch_inputs(system.model_copy(update={"inputs": [spec]}), tmp_path / "b", progress=False)
+        fetch_inputs(system.model_copy(update={"inputs": [spec]}), tmp_path / "b")
     assert not list(tmp_path.rglob("evil.txt"))
     assert leftovers(tmp_path) == []
 
@@ -291,14 +292,14 @@ def test_stale_temporary_files_are_swept(server: Server, tmp_path: Path) -> None
     old.write_bytes(b"half")
     fresh.write_bytes(b"half")
     os.utime(old, (1, 1))
-    fetch_inputs(system, tmp_path, progress=False)
+    fetch_inputs(system, tmp_path)
     assert not old.exists() and fresh.exists()  # a fresh one may be a concurrent download
 
 
 def test_http_error(server: Server, tmp_path: Path) -> None:
     system = zip_system(server.url("/missing.zip"), b"whatever")
     with pytest.raises(UserError, match=r"HTTP 404.*--inputs-dir"):
-        fetch_inputs(system, tmp_path, progress=False)
+        fetch_inputs(system, tmp_path)
     assert list((tmp_path / "inputs").iterdir()) == []
 
 
@@ -310,7 +311,7 @@ def test_nothing_listening(tmp_path: Path) -> None:
         port = sock.getsockname()[1]
     system = zip_system(f"http://127.0.0.1:{port}/benchTEST.zip", b"x")
     with pytest.raises(UserError, match="ConnectionError"):
-        fetch_inputs(system, tmp_path, progress=False)
+        fetch_inputs(system, tmp_path)
     assert list((tmp_path / "inputs").iterdir()) == []
 
 
@@ -321,17 +322,17 @@ def test_inputs_dir_hit_and_miss(server: Server, tmp_path: Path) -> None:
     offline.mkdir()
 
     with pytest.raises(UserError) as err:
-        fetch_inputs(system, tmp_path / "cache", inputs_dir=offline, progress=False)
+        fetch_inputs(system, tmp_path / "cache", inputs_dir=offline)
     assert "benchTEST.zip" in err.value.message and sha(body) in err.value.message
     assert str(offline) in err.value.message
 
     (offline / "benchTEST.zip").write_bytes(body)
-    unpacked = fetch_inputs(system, tmp_path / "cache", inputs_dir=offline, progress=False)
+    unpacked = fetch_inputs(system, tmp_path / "cache", inputs_dir=offline)
     assert unpacked is not None
     assert (unpacked / "benchTEST.tpr").read_bytes() == b"offline"
     assert server.hits == Counter()  # never touched the network
     # Cached now: a later call needs neither the directory nor the network.
-    assert fetch_inputs(system, tmp_path / "cache", progress=False) == unpacked
+    assert fetch_inputs(system, tmp_path / "cache") == unpacked
     assert server.hits == Counter()
 
 
@@ -342,7 +343,7 @@ def test_inputs_dir_wrong_file(tmp_path: Path) -> None:
     offline.mkdir()
     (offline / "benchTEST.zip").write_bytes(make_zip({"benchTEST.tpr": b"other"}))
     with pytest.raises(UserError, match="has sha256"):
-        fetch_inputs(system, tmp_path / "cache", inputs_dir=offline, progress=False)
+        fetch_inputs(system, tmp_path / "cache", inputs_dir=offline)
     assert list((tmp_path / "cache" / "inputs").iterdir()) == []
 
 
@@ -350,10 +351,10 @@ def test_missing_tpr_in_archive(server: Server, tmp_path: Path) -> None:
     body = make_zip({"a/other.tpr": b"x", "b/x": b"y"})
     server.routes["/benchTEST.zip"] = Route(body)
     with pytest.raises(UserError, match=r"no benchTEST\.tpr.*recipes/benchTEST\.toml"):
-        fetch_inputs(zip_system(server.url("/benchTEST.zip"), body), tmp_path, progress=False)
+        fetch_inputs(zip_system(server.url("/benchTEST.zip"), body), tmp_path)
     assert list((tmp_path / "systems").iterdir()) == []
 
 
 def test_generated_system_needs_no_inputs(tmp_path: Path) -> None:
-    assert fetch_inputs("water:3k", tmp_path) is None
+    assert fetch_inputs(load_recipe("water:3k"), tmp_path) is None
     assert list(tmp_path.iterdir()) == []

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.categories import CATEGORIES
-from orchestrator.errors import UserError
-from orchestrator.mdlog import cycle_breakdown, parse_mdlog, parse_mdlog_text
+from orchestrator.core.errors import UserError
+from orchestrator.parsers.categories import CATEGORIES
+from orchestrator.parsers.mdlog import cycle_breakdown, parse_mdlog, parse_mdlog_text
 
 DATA = Path(__file__).parent / "data"
 MDLOG = DATA / "mdlog"

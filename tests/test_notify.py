@@ -15,8 +15,8 @@ import pytest
 from conftest import local_http
 from pydantic import SecretStr
 
-from orchestrator.notify import DISCORD_LIMIT, Notifier
-from orchestrator.settings import load_settings
+from orchestrator.core.settings import load_settings
+from orchestrator.results.notify import DISCORD_LIMIT, Notifier
 
 TOKEN = "s3cr3t-T0KEN-9f8e7d6c"
 
@@ -169,3 +169,34 @@ def test_no_url_is_a_noop(hook: Hook) -> None:
         assert notifier.failed("r", "tail") is False
     assert hook.received == []
     assert repr(Notifier(None)) == "Notifier(webhook_url=<unset>)"
+
+
+def test_console_posts_run_events(hook: Hook, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs only emit events; the CLI's console turns them into start/done/failed posts."""
+    import io
+
+    from orchestrator.cli.console import Console
+    from orchestrator.runs.hostinfo import HostInfo
+    from orchestrator.runs.runner import RunEnded, RunStarted
+    from orchestrator.runs.store import ImageRef, RunResult
+
+    monkeypatch.setenv("ORCH_WEBHOOK_URL", hook.url)
+    monkeypatch.setenv("ORCH_WEBHOOK_FORMAT", "json")
+    out = io.StringIO()
+    console = Console(load_settings(), out)
+    result = RunResult(
+        run_id="stable__water__t", build="stable", system="water:3k:pme", tag="t",
+        platform="cpu", timestamp="2026-11-23T00:00:00+00:00",
+        image=ImageRef(tag="gromacs:stable", id="sha256:0"),
+        host=HostInfo(hostname="h", kernel="k"), command=["gmx", "mdrun"],
+    )  # fmt: skip
+    console(RunStarted("started", result))
+    console(RunEnded("ended", result, "Fatal error: LINCS"))
+    done = result.model_copy(update={"finished": True, "ns_per_day": 120.5})
+    console(RunEnded("ended", done))
+    events = [(body["event"], body["data"]) for _, body in hook.received]
+    assert [event for event, _ in events] == ["start", "failed", "done"]
+    assert events[0][1]["system"] == "water:3k:pme"
+    assert events[1][1]["log_tail"] == "Fatal error: LINCS"
+    assert events[2][1]["ns_per_day"] == 120.5
+    assert out.getvalue() == ""  # run events go to the webhook, not the terminal

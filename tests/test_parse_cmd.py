@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.errors import UsageError, UserError
-from orchestrator.parse_cmd import parse_path
+from orchestrator.core.errors import UsageError, UserError
+from orchestrator.runs.store import inspect as parse_path
 
 DATA = Path(__file__).parent / "data"
 NORMAL = DATA / "mdlog" / "water-2022.5.log"

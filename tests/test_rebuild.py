@@ -12,10 +12,12 @@ from typing import Any
 
 import pytest
 
-from orchestrator.contexts import example_context
-from orchestrator.errors import UserError
-from orchestrator.provenance import ImageRecord, Lockfile, lockfile_path, save_lockfile
-from orchestrator.rebuild import (
+from orchestrator.core.errors import UserError
+from orchestrator.core.settings import load_settings
+from orchestrator.images.blocks import example_context
+from orchestrator.images.provenance import ImageRecord, Lockfile, lockfile_path, save_lockfile
+from orchestrator.images.render import render
+from orchestrator.workflows.rebuild import (
     FileDiff,
     RebuildReport,
     diff_files,
@@ -24,8 +26,6 @@ from orchestrator.rebuild import (
     report_path,
     summary,
 )
-from orchestrator.render import render
-from orchestrator.settings import load_settings
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -144,7 +144,7 @@ def test_rebuild_of_dev_image_is_identical(engine: Any, dev_image: Any, cpu_sett
     env = {
         **os.environ,
         "ORCH_PLATFORM": "cpu",
-        "ORCH_RESULTS_DIR": str(cpu_settings.results),
+        "ORCH_RESULTS_DIR": str(cpu_settings.results_dir),
     }
     proc = subprocess.run(
         [sys.executable, "-m", "orchestrator", "rebuild", dev_image.tag],
@@ -153,7 +153,7 @@ def test_rebuild_of_dev_image_is_identical(engine: Any, dev_image: Any, cpu_sett
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     assert proc.stdout.startswith("identical: all ")
     report = RebuildReport.model_validate(
-        json.loads(report_path(cpu_settings.results, dev_image.tag).read_text())
+        json.loads(report_path(cpu_settings.results_dir, dev_image.tag).read_text())
     )
     assert report.identical is True and report.original_id == dev_image.id
     assert report.files_compared > 100 and report.version_mismatches == {}

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.errors import UsageError
-from orchestrator.recipes import (
+from orchestrator.core.errors import UsageError
+from orchestrator.runs.recipe import (
     DEFAULT_SYSTEM,
     CopyTpr,
     GenerateTpr,
@@ -174,10 +174,10 @@ path = "x.tpr"
 def test_invalid_recipe_files(tmp_path: Path, text: str, needle: str) -> None:
     write(tmp_path, "x", text)
     if not needle:
-        assert load_recipe("x", tmp_path).inputs[0].filename == "x.zip"
+        assert load_recipe("x", [tmp_path]).inputs[0].filename == "x.zip"
         return
     with pytest.raises(UsageError) as err:
-        load_recipe("x", tmp_path)
+        load_recipe("x", [tmp_path])
     assert needle in err.value.message
     assert "x.toml" in err.value.message
 
@@ -201,4 +201,40 @@ script = "true"
         % ("a" * 64),
     )
     with pytest.raises(UsageError, match="take no inputs"):
-        load_recipe("g", tmp_path)
+        load_recipe("g", [tmp_path])
+
+
+def test_own_recipe_folders_come_first(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`ORCH_RECIPES_DIRS=a:b` adds systems and can replace a shipped one, a folder at a time."""
+    from orchestrator.core.settings import load_settings
+    from orchestrator.runs.recipe import find_recipes
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    write(first, "x", GOOD % ("a" * 64))
+    write(second, "x", GOOD.replace('description = "d"', 'description = "later"') % ("b" * 64))
+    water = GOOD.replace('name = "x"', 'name = "water"') % ("c" * 64)
+    write(second, "water", water)
+    monkeypatch.setenv("ORCH_RECIPES_DIRS", f"{first}:{second}:")
+    dirs = load_settings().recipes_dirs
+    assert dirs == [first, second]
+    found = find_recipes(dirs)
+    assert found["x"][1] == str(first / "x.toml") and found["x"][0].description == "d"
+    assert found["water"][1] == str(second / "water.toml")
+    assert load_recipe("water", dirs).inputs[0].sha256 == "c" * 64
+    assert load_recipe("water", dirs).source == str(second / "water.toml")
+    assert "benchMEM" in found and found["benchMEM"][1].endswith("recipes/benchMEM.toml")
+    assert load_recipe("water").tpr.method == "generate"  # without the folders: shipped
+
+
+def test_recipe_folders_expand_the_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    from orchestrator.core.settings import load_settings
+
+    monkeypatch.setenv("ORCH_RECIPES_DIRS", "~/my-recipes")
+    assert load_settings().recipes_dirs == [Path.home() / "my-recipes"]
+
+
+def test_missing_recipe_folder_is_named(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=r"Recipe folder .*/nope \(ORCH_RECIPES_DIRS\)"):
+        list_recipes([tmp_path / "nope"])

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.categories import CATEGORIES
-from orchestrator.errors import UserError
-from orchestrator.rocprof import (
+from orchestrator.core.errors import UserError
+from orchestrator.parsers.categories import CATEGORIES
+from orchestrator.parsers.rocprof import (
     KernelBreakdown,
     find_rocprof_files,
     parse_kernel_csv,

@@ -11,10 +11,13 @@ from typing import Any
 
 import pytest
 
-from orchestrator.errors import UserError
-from orchestrator.platforms import CpuPlatform, RocmPlatform, preflight
-from orchestrator.runner import RunRequest, dry_run_text, execute, mdrun_command, plan_run
-from orchestrator.runrecord import load_result
+from orchestrator.core.errors import UserError
+from orchestrator.platforms.cpu import CpuPlatform
+from orchestrator.platforms.rocm import RocmPlatform
+from orchestrator.runs.runner import RunRequest, dry_run_text, execute, mdrun_command, plan_run
+from orchestrator.runs.store import RunStore
+
+load_result = RunStore.load
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -55,33 +58,30 @@ def test_rocm_options_devices_groups_security_env(tmp_path: Path) -> None:
 
 
 def test_rocm_missing_devices_are_preflight_problems(tmp_path: Path) -> None:
-    opts = RocmPlatform(dev_root=tmp_path).container_options(device=0)
-    problems = preflight({}, RocmPlatform(dev_root=tmp_path), opts)
+    rocm = RocmPlatform(dev_root=tmp_path)
+    problems = rocm.preflight(None, None, rocm.container_options(device=0))
     assert any("/dev/kfd does not exist" in p for p in problems)
     assert any("/dev/dri/renderD128 does not exist" in p for p in problems)
 
 
 def test_rocm_trace_wraps_mdrun_in_rocprofv3() -> None:
-    wrapped = RocmPlatform().wrap(["gmx", "mdrun"], "trace")
+    wrapped = RocmPlatform().wrap(["gmx", "mdrun"], "trace", "/run")
     assert wrapped == [
         "rocprofv3", "--kernel-trace", "--stats", "--output-format", "csv",
         "-d", "/run/rocprof", "--", "gmx", "mdrun",
     ]  # fmt: skip
-    assert CpuPlatform().wrap(["gmx", "mdrun"], "trace") == ["gmx", "mdrun"]
+    assert CpuPlatform().wrap(["gmx", "mdrun"], "trace", "/run") == ["gmx", "mdrun"]
 
 
 def test_simd_preflight() -> None:
-    problems = preflight(
-        {"gmxbench.simd": "AVX_512_KNL_FAKE"}, CpuPlatform(), CpuPlatform().container_options(0)
-    )
+    cpu = CpuPlatform()
+    problems = cpu.preflight("AVX_512_KNL_FAKE", None, cpu.container_options(0))
     assert problems == []  # unknown levels are not guessed at
-    from orchestrator import platforms
+    from orchestrator.platforms import base as platforms
 
     needs = platforms.SIMD_CPU_FLAGS["AVX2_256"]
     host = platforms.host_cpu_flags()
-    problems = preflight(
-        {"gmxbench.simd": "AVX2_256"}, CpuPlatform(), CpuPlatform().container_options(0)
-    )
+    problems = cpu.preflight("AVX2_256", None, cpu.container_options(0))
     assert bool(problems) == (not needs <= host)
 
 
@@ -116,7 +116,7 @@ def test_dry_run_cpu_shows_exact_config(engine: Any, cpu_settings: Any, stable_i
 def test_dry_run_rocm_cli(engine: Any, stable_image: Any, tmp_path: Path) -> None:
     """The rocm platform's passthrough, shown for a CPU image relabelled as rocm."""
     image = engine.images.get(stable_image.tag)
-    from orchestrator import engine as engine_mod
+    from orchestrator.core import engine as engine_mod
 
     rocm_id = engine_mod.build(
         engine,
@@ -128,7 +128,6 @@ def test_dry_run_rocm_cli(engine: Any, stable_image: Any, tmp_path: Path) -> Non
             "gmxbench.kind": "test",
             "gmxbench.inputs": "test",
         },
-        log=lambda _: None,
     )
     engine.images.get(rocm_id).tag("gmxbench-test/rocm-dry", tag="1")
     try:
@@ -174,7 +173,7 @@ def test_cpu_run_end_to_end(engine: Any, cpu_settings: Any, stable_image: Any) -
     result = execute(engine, cpu_settings, plan_run(engine, cpu_settings, req))
     assert result.finished, result.failure
     assert result.ns_per_day and result.ns_per_day > 0
-    run_dir = cpu_settings.results / result.run_id
+    run_dir = cpu_settings.results_dir / result.run_id
     on_disk = load_result(run_dir)
     assert on_disk.finished and on_disk.ns_per_day == result.ns_per_day
     assert on_disk.llvm_commit is None and on_disk.atoms and on_disk.atoms > 2000
@@ -198,5 +197,35 @@ def test_killed_run_is_recorded_unfinished(
     assert not result.finished
     assert result.ns_per_day is None
     assert "timed out after 4 s" in (result.failure or "")
-    assert load_result(cpu_settings.results / result.run_id).finished is False
+    assert load_result(cpu_settings.results_dir / result.run_id).finished is False
+    assert not engine.containers.list(all=True, filters={"label": "gmxbench.role=run"})
+
+
+@engine_mark
+def test_ctrl_c_records_the_run_unfinished_and_exits_130(
+    engine: Any, cpu_settings: Any, stable_image: Any
+) -> None:
+    """Ctrl-C stops the container, the run says so on disk, and `run` exits 130."""
+    import signal
+    import time
+
+    run_dir = cpu_settings.results_dir / f"{stable_image.build}__water-24k-pme__sigint"
+    env = {**os.environ, "ORCH_PLATFORM": "cpu", "ORCH_RESULTS_DIR": str(cpu_settings.results_dir)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", "run", stable_image.build, "water:24k", "sigint",
+         "--steps", "200000"],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not engine.containers.list(filters={"label": f"gmxbench.run={run_dir.name}"}):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out + err
+    assert "Traceback" not in err and "recorded as unfinished" in err
+    result = load_result(run_dir)
+    assert not result.finished and result.ns_per_day is None
+    assert "interrupted" in (result.failure or "")
+    assert (run_dir / "stderr.log").exists()
     assert not engine.containers.list(all=True, filters={"label": "gmxbench.role=run"})

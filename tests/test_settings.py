@@ -8,8 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.errors import UsageError
-from orchestrator.settings import DEFAULT_CPU_BASE, DEFAULT_ROCM_BASE, load_settings
+from orchestrator.core.errors import UsageError
+from orchestrator.core.settings import load_settings
+from orchestrator.platforms import active
+from orchestrator.platforms.cpu import CpuPlatform
+from orchestrator.platforms.rocm import RocmPlatform, gpu_arch, rocm_path
+
+DEFAULT_CPU_BASE, DEFAULT_ROCM_BASE = CpuPlatform.default_base, RocmPlatform.default_base
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -17,20 +22,22 @@ REPO = Path(__file__).resolve().parent.parent
 def test_defaults_for_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ORCH_PLATFORM", "cpu")
     s = load_settings()
-    assert s.active_platform == "cpu"
-    assert s.base == DEFAULT_CPU_BASE
-    assert s.gromacs_source.url == "deb-src:gromacs"
-    assert s.results == Path("results")
+    platform = active(s)
+    assert platform.name == "cpu"
+    assert platform.base_image(s) == DEFAULT_CPU_BASE
+    assert platform.gromacs_source(s).url == "deb-src:gromacs"
+    assert s.results_dir == Path("results")
     assert s.simd == "AVX2_256"
 
 
 def test_defaults_for_rocm(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ORCH_PLATFORM", "rocm")
     s = load_settings()
-    assert s.base == DEFAULT_ROCM_BASE
-    assert s.rocm_path == "/opt/rocm/core-7.12"
-    assert s.gromacs_source.ref == "4947-hip-feature-enablement"
-    assert s.target_arch.startswith("gfx")
+    platform = active(s)
+    assert platform.base_image(s) == DEFAULT_ROCM_BASE
+    assert rocm_path(s) == "/opt/rocm/core-7.12"
+    assert platform.gromacs_source(s).ref == "4947-hip-feature-enablement"
+    assert gpu_arch(s).startswith("gfx")
 
 
 def test_env_beats_toml(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -41,20 +48,20 @@ def test_env_beats_toml(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None
     monkeypatch.setenv("ORCH_SIMD", "AVX2_256")
     s = load_settings()
     assert s.simd == "AVX2_256"
-    assert s.gromacs_source.ref == "2023.1"
+    assert active(s).gromacs_source(s).ref == "2023.1"
 
 
 def test_nested_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ORCH_GROMACS__URL", "git+https://example.org/gromacs.git")
     monkeypatch.setenv("ORCH_GROMACS__REF", "v2025.3")
     s = load_settings()
-    assert s.gromacs_source.ref == "v2025.3"
+    assert active(s).gromacs_source(s).ref == "v2025.3"
 
 
 def test_pyproject_table(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pyproject.toml").write_text('[tool.orchestrator]\ngpu_arch = "gfx90a"\n')
-    assert load_settings().target_arch == "gfx90a"
+    assert gpu_arch(load_settings()) == "gfx90a"
 
 
 @pytest.mark.parametrize(
@@ -84,7 +91,8 @@ def test_invalid_values_name_the_setting(
 def test_digest_pinned_base_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
     ref = "rocm/dev-ubuntu-24.04:7.12-complete@sha256:" + "a" * 64
     monkeypatch.setenv("ORCH_BASE_IMAGE", ref)
-    assert load_settings().base == ref
+    settings = load_settings()
+    assert active(settings).base_image(settings) == ref
 
 
 def test_malformed_toml(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -19,12 +19,20 @@ from typing import Any
 
 import pytest
 
-from orchestrator import engine as engine_mod
-from orchestrator import share
-from orchestrator.errors import UserError
-from orchestrator.images import LOCK_LABEL, label_and_tag
-from orchestrator.provenance import ImageRecord, Lockfile, load_lockfile, lockfile_path
-from orchestrator.settings import load_settings
+from orchestrator.core import engine as engine_mod
+from orchestrator.core.errors import UserError
+from orchestrator.core.events import Event
+from orchestrator.core.settings import load_settings
+from orchestrator.images.catalog import label_and_tag
+from orchestrator.images.provenance import (
+    LOCK_LABEL,
+    ImageRecord,
+    Lockfile,
+    load_lockfile,
+    lockfile_path,
+)
+from orchestrator.platforms import active
+from orchestrator.workflows import share
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
@@ -49,7 +57,7 @@ http:
 """
 
 
-def _quiet(_: str) -> None:
+def _quiet(_: object) -> None:
     pass
 
 
@@ -70,7 +78,7 @@ def tiny_image(engine: Any) -> Iterator[tuple[ImageRecord, str]]:
     name = f"share-test-{uuid.uuid4().hex[:8]}"
     parent_tag = f"gmxbench-scratch/share-parent:{name}"
     parent_id = engine_mod.build(
-        engine, "FROM scratch\nCOPY a /a\n", what=parent_tag, files={"a": b"a"}, log=_quiet
+        engine, "FROM scratch\nCOPY a /a\n", what=parent_tag, files={"a": b"a"}
     )
     engine.images.get(parent_id).tag(*parent_tag.split(":"))
     record = ImageRecord(tag=f"gromacs:{name}", id="", build=name, platform="cpu")
@@ -83,7 +91,7 @@ def tiny_image(engine: Any) -> Iterator[tuple[ImageRecord, str]]:
     )
     raw_id = engine_mod.build(
         engine, f"FROM {parent_id}\nCOPY b /b\n", what=record.tag,
-        files={"b": name.encode()}, log=_quiet,
+        files={"b": name.encode()},
     )  # fmt: skip
     embedded = {LOCK_LABEL: lock.model_dump_json(exclude={"record": {"id"}})}
     record.id = label_and_tag(engine, raw_id, record, [record.tag], _quiet, embedded)
@@ -95,7 +103,7 @@ def tiny_image(engine: Any) -> Iterator[tuple[ImageRecord, str]]:
 @pytest.fixture
 def tiny_archive(engine: Any, tiny_image: tuple[ImageRecord, str], tmp_path: Path) -> Path:
     record, _ = tiny_image
-    return share.save(engine, _settings(tmp_path / "results"), record.tag, tmp_path, log=_quiet)
+    return share.save(engine, _settings(tmp_path / "results"), record.tag, tmp_path)
 
 
 def _members(path: Path) -> dict[str, bytes]:
@@ -136,7 +144,7 @@ def test_tiny_round_trip_carries_parents_untagged(
     assert manifest.image_id == record.id and manifest.parent_ids == [parent_id]
 
     results = tiny_archive.parent / "loaded"
-    loaded = share.load(clean_engine, _settings(results), tiny_archive, log=_quiet)
+    loaded = share.load(clean_engine, _settings(results), tiny_archive)
     assert loaded.id == record.id
     image = clean_engine.images.get(record.tag)
     assert image.id == record.id
@@ -148,7 +156,7 @@ def test_tiny_round_trip_carries_parents_untagged(
     assert lock.record.id == record.id and lock.parents == {
         f"gmxbench-scratch/share-parent:{record.build}": parent_id
     }
-    again = share.load(clean_engine, _settings(results), tiny_archive, log=_quiet)
+    again = share.load(clean_engine, _settings(results), tiny_archive)
     assert again == loaded
 
 
@@ -160,7 +168,7 @@ def test_flipped_byte_in_a_member_is_refused(tiny_archive: Path, clean_engine: A
 
     bad = _rewrite(tiny_archive, tiny_archive.with_name("flipped.gmxbench.tar.gz"), flip)
     with pytest.raises(UserError, match=r"lockfile\.json has sha256 .* altered or damaged"):
-        share.load(clean_engine, _settings(bad.parent / "r"), bad, log=_quiet)
+        share.load(clean_engine, _settings(bad.parent / "r"), bad)
     assert _nothing_loaded(clean_engine)
 
 
@@ -182,7 +190,7 @@ def test_lockfile_that_disagrees_with_the_label_is_refused(
 
     bad = _rewrite(tiny_archive, tiny_archive.with_name("edited.gmxbench.tar.gz"), edit)
     with pytest.raises(UserError, match=r"label differs from lockfile\.json"):
-        share.load(clean_engine, _settings(bad.parent / "r"), bad, log=_quiet)
+        share.load(clean_engine, _settings(bad.parent / "r"), bad)
     assert _nothing_loaded(clean_engine)
 
 
@@ -197,7 +205,7 @@ def test_member_names_cannot_escape(tiny_archive: Path, clean_engine: Any) -> No
 
     bad = _rewrite(tiny_archive, tiny_archive.with_name("escape.gmxbench.tar.gz"), smuggle)
     with pytest.raises(UserError, match="unexpected member"):
-        share.load(clean_engine, _settings(bad.parent / "r"), bad, log=_quiet)
+        share.load(clean_engine, _settings(bad.parent / "r"), bad)
     assert not Path("/tmp", escape).resolve().exists()
     assert _nothing_loaded(clean_engine)
 
@@ -209,23 +217,23 @@ def test_wrong_sidecar_truncation_and_non_archives_are_refused(
     sidecar = share.sidecar(tiny_archive)
     sidecar.write_text("0" * 64 + f"  {tiny_archive.name}\n")
     with pytest.raises(UserError, match=r"does not match .*\.sha256"):
-        share.load(clean_engine, settings, tiny_archive, log=_quiet)
+        share.load(clean_engine, settings, tiny_archive)
     sidecar.unlink()
 
     truncated = tmp_path / "truncated.gmxbench.tar.gz"
     truncated.write_bytes(tiny_archive.read_bytes()[: tiny_archive.stat().st_size // 2])
     with pytest.raises(UserError, match="not a complete gmxbench share archive"):
-        share.load(clean_engine, settings, truncated, log=_quiet)
+        share.load(clean_engine, settings, truncated)
 
     text = tmp_path / "notes.txt"
     text.write_text("not an archive\n")
     with pytest.raises(UserError, match="not a complete gmxbench share archive"):
-        share.load(clean_engine, settings, text, log=_quiet)
+        share.load(clean_engine, settings, text)
     other = tmp_path / "other.tar.gz"
     with tarfile.open(other, "w:gz") as tar:
         tar.add(text, arcname="notes.txt")
     with pytest.raises(UserError, match="not a gmxbench share archive"):
-        share.load(clean_engine, settings, other, log=_quiet)
+        share.load(clean_engine, settings, other)
     assert _nothing_loaded(clean_engine)
 
 
@@ -233,11 +241,11 @@ def test_existing_tag_for_another_image_is_refused(
     tiny_image: tuple[ImageRecord, str], tiny_archive: Path, clean_engine: Any, tmp_path: Path
 ) -> None:
     record, parent_id = tiny_image
-    share.load(clean_engine, _settings(tmp_path / "r"), tiny_archive, log=_quiet)
+    share.load(clean_engine, _settings(tmp_path / "r"), tiny_archive)
     clean_engine.images.remove(record.tag)
     clean_engine.images.get(parent_id).tag("gromacs", tag=record.build)
     with pytest.raises(UserError, match="already names another image"):
-        share.load(clean_engine, _settings(tmp_path / "r"), tiny_archive, log=_quiet)
+        share.load(clean_engine, _settings(tmp_path / "r"), tiny_archive)
     assert clean_engine.images.get(record.tag).id == parent_id
 
 
@@ -246,27 +254,27 @@ def test_save_refuses_what_it_cannot_share(
 ) -> None:
     settings = _settings(tmp_path / "r")
     with pytest.raises(UserError, match=r"gromacs:no-such-build is not an image.*nox -s images"):
-        share.save(engine, settings, "no-such-build", tmp_path, log=_quiet)
-    base = settings.base
+        share.save(engine, settings, "no-such-build", tmp_path)
+    base = active(settings).base_image(settings)
     with pytest.raises(UserError, match=r"no gmxbench\.lockfile"):
-        share.save(engine, settings, base, tmp_path, log=_quiet)
+        share.save(engine, settings, base, tmp_path)
     before = tiny_archive.read_bytes()
     with pytest.raises(UserError, match="already exists"):
-        share.save(engine, settings, tiny_image[0].tag, tiny_archive, log=_quiet)
+        share.save(engine, settings, tiny_image[0].tag, tiny_archive)
     assert tiny_archive.read_bytes() == before
 
 
 def test_interrupted_save_leaves_nothing(
     engine: Any, tiny_image: tuple[ImageRecord, str], tmp_path: Path
 ) -> None:
-    def interrupt(line: str) -> None:
-        if line.startswith("exported"):
+    def interrupt(event: Event) -> None:
+        if event.text.startswith("exported"):
             raise KeyboardInterrupt
 
     out = tmp_path / "out"
     out.mkdir()
     with pytest.raises(KeyboardInterrupt):
-        share.save(engine, _settings(tmp_path / "r"), tiny_image[0].tag, out, log=interrupt)
+        share.save(engine, _settings(tmp_path / "r"), tiny_image[0].tag, out, emit=interrupt)
     assert list(out.iterdir()) == []
 
 
@@ -309,7 +317,7 @@ def test_dev_archive_with_a_wrong_sidecar_is_refused(
     os.link(dev_archive, copy)  # the same bytes, instantly
     share.sidecar(copy).write_text(hashlib.sha256(b"another file").hexdigest() + "  x\n")
     with pytest.raises(UserError, match="the copy is damaged"):
-        share.load(clean_engine, _settings(tmp_path / "r"), copy, log=_quiet)
+        share.load(clean_engine, _settings(tmp_path / "r"), copy)
     assert _nothing_loaded(clean_engine)
 
 
@@ -325,12 +333,12 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def registry(engine: Any, cpu_settings: Any) -> Iterator[str]:
     """Debian's docker-registry on 127.0.0.1 (an insecure-by-default range): its address."""
-    from orchestrator.baseimage import ensure_base
+    from orchestrator.images.base import ensure_base
 
     ensure_base(engine, cpu_settings)
-    dockerfile = REGISTRY_DOCKERFILE.format(base=cpu_settings.base)
+    dockerfile = REGISTRY_DOCKERFILE.format(base=active(cpu_settings).base_image(cpu_settings))
     key = hashlib.sha256(dockerfile.encode() + REGISTRY_CONFIG).hexdigest()
-    image = engine_mod.image_or_none(engine, REGISTRY_IMAGE)
+    image = engine_mod.image(engine, REGISTRY_IMAGE)
     if image is None or image.labels.get("gmxbench-test.dockerfile") != key:
         built = engine_mod.build(
             engine,
@@ -360,7 +368,7 @@ def registry(engine: Any, cpu_settings: Any) -> Iterator[str]:
                 time.sleep(0.5)
         yield address
     finally:
-        engine_mod.remove_container(container)
+        container.remove(force=True)
 
 
 def test_push_records_the_digest_and_a_clean_engine_pulls_it(
@@ -375,8 +383,8 @@ def test_push_records_the_digest_and_a_clean_engine_pulls_it(
     lock = load_lockfile(lockfile_path(tmp_path, dev_image.tag))
     assert lock.registry_digest == digest and lock.record.id == dev_image.id
     vehicle = f"{repo}:{dev_image.build}"
-    assert engine_mod.image_or_none(engine, vehicle) is None  # no stray registry tag here
-    assert share.push(engine, settings, dev_image.tag, repo, log=_quiet) == digest
+    assert engine_mod.image(engine, vehicle) is None  # no stray registry tag here
+    assert share.push(engine, settings, dev_image.tag, repo) == digest
 
     started = time.monotonic()
     pulled = clean_engine.images.pull(digest)
@@ -392,6 +400,6 @@ def test_push_to_a_registry_that_does_not_answer(
     repo = f"127.0.0.1:{_free_port()}/gmxbench/gromacs"
     settings = _settings(tmp_path)
     with pytest.raises(UserError, match=r"failed: .*connection refused.*docker login"):
-        share.push(engine, settings, record.tag, repo, log=_quiet)
-    assert engine_mod.image_or_none(engine, f"{repo}:{record.build}") is None
+        share.push(engine, settings, record.tag, repo)
+    assert engine_mod.image(engine, f"{repo}:{record.build}") is None
     assert not lockfile_path(tmp_path, record.tag).exists()

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator import stats
+from orchestrator.results import stats
 
 VECTORS: dict[str, Any] = json.loads(
     (Path(__file__).parent / "data" / "stats_vectors.json").read_text(encoding="utf-8")

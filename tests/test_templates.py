@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from orchestrator.contexts import example_context
-from orchestrator.errors import UsageError
-from orchestrator.render import render, templates, uses_buildkit
-from orchestrator.settings import Settings
+from orchestrator.core.errors import UsageError
+from orchestrator.core.settings import Settings
+from orchestrator.images.blocks import example_context
+from orchestrator.images.render import render, templates, uses_buildkit
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"

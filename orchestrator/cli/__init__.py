@@ -1,0 +1,51 @@
+"""`gmxbench` / `python -m orchestrator`: the front door, and the only code that prints.
+
+Each command lives in the module of its layer (`images`, `runs`, `results`,
+`workflows`, `settings`), its arguments next to its handler. A handler turns arguments
+into one call of the library and prints what comes back; errors the user can fix arrive
+as `UserError` and are printed as one paragraph, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from orchestrator.cli import images, results, runs, settings, workflows
+from orchestrator.cli.common import Handler
+from orchestrator.cli.console import Console
+from orchestrator.core.errors import UserError
+from orchestrator.core.settings import load_settings
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gmxbench",
+        description="Containerized, reproducible GROMACS benchmarks for compiler developers.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="command")
+    for module in (images, runs, results, workflows, settings):
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    passthrough: list[str] = []
+    if "--" in argv:  # everything after `--` goes to mdrun untouched
+        cut = argv.index("--")
+        argv, passthrough = argv[:cut], argv[cut + 1 :]
+    args = build_parser().parse_args(argv)
+    if passthrough:
+        args.mdrun_args = passthrough
+    handler: Handler = args.handler
+    try:
+        config = load_settings()
+        return handler(args, config, Console(config))
+    except UserError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,23 @@
+"""What the command modules share: the handler signature and the verdict options."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import TypeAlias
+
+from orchestrator.cli.console import Console
+from orchestrator.core.settings import Settings
+
+Handler = Callable[[argparse.Namespace, Settings, Console], int]
+#: `parser.add_subparsers()`'s return value, to which each module adds its commands.
+Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+
+def verdict_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", choices=["simple", "markdown"], default="simple")
+    p.add_argument(
+        "--threshold", dest="threshold_pct", type=float, default=2.0,
+        help="marker threshold, percent",
+    )  # fmt: skip
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level")

@@ -1,0 +1,119 @@
+"""Image commands: `base`, `build`, `images`, `render`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tabulate import tabulate
+
+from orchestrator.cli.common import Commands
+from orchestrator.cli.console import Console
+from orchestrator.core import engine
+from orchestrator.core.errors import UsageError
+from orchestrator.core.settings import Settings
+from orchestrator.images import blocks, catalog, lint
+from orchestrator.images.base import make_base
+from orchestrator.images.gromacs import build_gromacs
+from orchestrator.images.render import render
+from orchestrator.workflows.build import toolchain_for
+
+
+def register(sub: Commands) -> None:
+    p = sub.add_parser("base", help="make a base image from a Debian mirror (debootstrap)")
+    p.add_argument("--suite", default="bookworm")
+    p.add_argument("--tag", default=None, help="image tag (default gmxbench-base/debian:<suite>)")
+    p.set_defaults(handler=base)
+
+    p = sub.add_parser("build", help="build stable, dev or toolchain images")
+    p.add_argument("what", choices=["stable", "dev", "toolchain"])
+    p.add_argument("--toolchain", help="toolchain image holding the dev compiler")
+    p.add_argument("--package", help="distribution compiler package for a toolchain (clang-16)")
+    p.add_argument("--llvm", help="LLVM commit in ORCH_LLVM_SOURCE, or a checkout path (as it is)")
+    p.set_defaults(handler=build)
+
+    p = sub.add_parser("images", help="list the project's images with their provenance")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--all", action="store_true", help="also toolchains, builders and bases")
+    p.set_defaults(handler=images)
+
+    p = sub.add_parser("render", help="print a rendered Dockerfile")
+    p.add_argument("template")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    p.set_defaults(handler=render_template)
+
+    p = sub.add_parser("lint", help="hadolint every template as rendered, on every platform")
+    p.set_defaults(handler=lint_templates)
+
+
+def base(args: argparse.Namespace, settings: Settings, console: Console) -> int:
+    image = make_base(engine.connect(), settings, suite=args.suite, tag=args.tag, emit=console)
+    print(image.tags[0] if image.tags else image.id)
+    return 0
+
+
+def build(args: argparse.Namespace, settings: Settings, console: Console) -> int:
+    client = engine.connect()
+    toolchain = None
+    if args.what != "stable":
+        toolchain = toolchain_for(
+            client, settings, llvm=args.llvm, package=args.package, toolchain=args.toolchain,
+            emit=console,
+        )  # fmt: skip
+    if args.what != "toolchain":
+        print(build_gromacs(client, settings, args.what, toolchain_tag=toolchain, emit=console).tag)
+    elif toolchain is None or args.toolchain:
+        raise UsageError("`build toolchain` needs --package <clang-N|gcc-N> or --llvm <commit>.")
+    else:
+        print(toolchain)
+    return 0
+
+
+def images(args: argparse.Namespace, settings: Settings, console: Console) -> int:
+    kinds = ("gromacs", "toolchain", "builder", "base") if args.all else ("gromacs",)
+    records = catalog.list_images(engine.connect(), kinds)
+    if args.json:
+        print(catalog.records_json(records))
+        return 0
+    rows = [
+        [
+            r.tag,
+            r.id[7:19],
+            r.platform,
+            r.compiler_version or r.compiler,
+            r.simd,
+            r.gromacs_commit and r.gromacs_commit[:19],
+            r.llvm_commit,
+            r.created,
+        ]
+        for r in records
+    ]
+    headers = ["tag", "id", "platform", "compiler", "simd", "gromacs", "llvm", "created"]
+    print(tabulate(rows, headers=headers) if rows else "no project images yet")
+    return 0
+
+
+def render_template(args: argparse.Namespace, settings: Settings, console: Console) -> int:
+    context = blocks.example_context(args.template, settings)
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise UsageError(f"--set {item!r} must look like key=value.")
+        context[key] = value
+    sys.stdout.write(render(args.template, context))
+    return 0
+
+
+def lint_templates(args: argparse.Namespace, settings: Settings, console: Console) -> int:
+    results = lint.hadolint_all()
+    rows = [
+        [label, f.line, f.level, f.code, f.message] for label, findings in results for f in findings
+    ]
+    if rows:
+        print(tabulate(rows, headers=["template", "line", "level", "code", "message"]))
+    failed = lint.errors(results)
+    print(
+        f"hadolint: {len(results)} renders, {len(rows)} findings, {len(failed)} errors"
+        f"; ignored: {', '.join(sorted(lint.IGNORED))}"
+    )
+    return 1 if failed else 0

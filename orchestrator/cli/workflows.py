@@ -1,0 +1,79 @@
+"""Workflow commands: `bench`, `rebuild`, `share`."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+from orchestrator.cli.common import Commands, verdict_options
+from orchestrator.cli.console import Console
+from orchestrator.core import engine
+from orchestrator.core.events import Step
+from orchestrator.core.settings import Settings
+from orchestrator.results.report import render, webhook_text
+from orchestrator.workflows import share as sharing
+from orchestrator.workflows.bench import BenchRequest, bench
+from orchestrator.workflows.rebuild import rebuild, summary
+
+BENCH_FIELDS = {f.name for f in dataclasses.fields(BenchRequest)}
+
+
+def register(sub: Commands) -> None:
+    p = sub.add_parser("bench", help="the compiler loop: build, run both sides, diff")
+    p.add_argument("--llvm", help="LLVM commit (short hash) or a path: the working tree as it is")
+    p.add_argument("--toolchain", help="existing toolchain image holding the dev compiler")
+    p.add_argument("--package", help="distribution compiler package for the toolchain (clang-16)")
+    p.add_argument("--system", default=None, help="recipe system (default: water)")
+    p.add_argument("--tag", default=None)
+    p.add_argument("--steps", type=int, default=None)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--no-llvm-rebuild", action="store_true")
+    p.add_argument("--no-gmx-rebuild", action="store_true")
+    verdict_options(p)
+    p.set_defaults(handler=run_bench, mdrun_args=[])
+
+    p = sub.add_parser(
+        "rebuild", help="rebuild an image from its lockfile; compare its files with the original"
+    )
+    p.add_argument("target", help="image tag (gromacs:<build> or <build>) or a lockfile path")
+    p.set_defaults(handler=run_rebuild)
+
+    p = sub.add_parser("share", help="move images without a shared registry: save, load, push")
+    actions = p.add_subparsers(dest="action", required=True, metavar="action")
+    a = actions.add_parser("save", help="write <build>.gmxbench.tar.gz (image, lockfile, sha256)")
+    a.add_argument("tag", help="gromacs:<build> or a bare build name")
+    a.add_argument("file", type=Path, nargs="?", default=None, help="archive path or directory")
+    a = actions.add_parser("load", help="verify an archive, then load and tag its image")
+    a.add_argument("file", type=Path)
+    a = actions.add_parser("push", help="push to a registry; record the digest in the lockfile")
+    a.add_argument("tag")
+    a.add_argument("destination", help="registry/repo[:tag] (default tag: the build name)")
+    p.set_defaults(handler=run_share)
+
+
+def run_bench(args: argparse.Namespace, settings: Settings, console: Console) -> int:
+    request = BenchRequest(**{k: v for k, v in vars(args).items() if k in BENCH_FIELDS})
+    outcome = bench(engine.connect(), settings, request, console)
+    cmp = outcome.comparison
+    print(render(cmp, args.format))
+    console.notifier.post(webhook_text(cmp), {"headline": cmp.headline})
+    console(Step(f"done: {outcome.timing()}"))
+    return 0
+
+
+def run_rebuild(args: argparse.Namespace, settings: Settings, console: Console) -> int:
+    report = rebuild(engine.connect(), settings, args.target, console)
+    print(summary(report))
+    return 1 if report.identical is False else 0
+
+
+def run_share(args: argparse.Namespace, settings: Settings, console: Console) -> int:
+    client = engine.connect()
+    if args.action == "save":
+        print(sharing.save(client, settings, args.tag, args.file, console))
+    elif args.action == "load":
+        print(sharing.load(client, settings, args.file, console).tag)
+    else:
+        print(sharing.push(client, settings, args.tag, args.destination, console))
+    return 0

@@ -1,0 +1,442 @@
+"""The Docker Engine, and the only module that talks to it.
+
+docker-py drives everything but BuildKit builds (cache mounts), which go through the
+`docker` CLI of the same version as the daemon (`DOCKER_BUILDKIT=1 docker build`).
+Images come back as `Image` values, so no other module holds a docker-py object or
+calls its API; containers never outlive the call that made them.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, TypeAlias
+
+import docker
+import docker.errors
+import requests.exceptions
+
+from orchestrator.core.errors import UsageError, UserError
+from orchestrator.core.events import Emit, Message, Output, ignore
+
+#: The client every engine function takes; nothing outside this module looks inside it.
+Client: TypeAlias = docker.DockerClient
+
+START_HINT = (
+    "Start one: on Debian/Ubuntu `apt-get install -y docker.io` then `dockerd &` "
+    "(or `systemctl start docker`), or point DOCKER_HOST at a running engine."
+)
+CHUNK = 1 << 20
+
+
+def connect() -> Client:
+    """A client that has answered a ping, or a `UserError` that says how to start an engine."""
+    where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    try:
+        client = docker.from_env(timeout=600)
+        client.ping()
+    except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+        reason = str(exc).split("\n")[0][:200]
+        raise UserError(f"No Docker Engine answers at {where} ({reason}). {START_HINT}") from None
+    return client
+
+
+def cli_binary() -> str:
+    """The CLI matching the daemon: Debian's /usr/bin/docker speaks BuildKit without buildx."""
+    for candidate in ("/usr/bin/docker", shutil.which("docker")):
+        if candidate and Path(candidate).exists():
+            return candidate
+    raise UserError(
+        "This template needs BuildKit (cache mounts) and no `docker` CLI was found. "
+        "Install Debian's docker.io package, which ships /usr/bin/docker."
+    )
+
+
+# Images -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Image:
+    """What the engine knows of one image, as plain values."""
+
+    id: str
+    tags: tuple[str, ...]
+    labels: dict[str, str]
+    layers: tuple[str, ...]
+    created: str
+    repo_digests: tuple[str, ...]
+
+    @classmethod
+    def _of(cls, image: Any) -> Image:
+        attrs = image.attrs
+        return cls(
+            id=str(image.id),
+            tags=tuple(image.tags),
+            labels=dict(image.labels or {}),
+            layers=tuple(attrs.get("RootFS", {}).get("Layers", [])),
+            created=str(attrs.get("Created", "")),
+            repo_digests=tuple(attrs.get("RepoDigests") or ()),
+        )
+
+
+def image(client: Client, ref: str) -> Image | None:
+    """The image `ref` (tag or id) names, or None when the engine has none."""
+    try:
+        return Image._of(client.images.get(ref))
+    except docker.errors.ImageNotFound:
+        return None
+    except docker.errors.APIError as exc:  # e.g. an invalid reference format
+        raise UserError(f"{ref!r} is not a usable image reference: {exc.explanation}.") from None
+
+
+def images(client: Client, labels: list[str], name: str | None = None) -> list[Image]:
+    """Images carrying every `key` or `key=value` label in `labels` (and named `name`)."""
+    found = client.images.list(name=name, filters={"label": labels} if labels else None)
+    return [Image._of(item) for item in found]
+
+
+def tag(client: Client, image_id: str, ref: str) -> None:
+    """Point `ref` (`repo:tag`) at an image; a colon before the last `/` is a port."""
+    repo, sep, version = ref.rpartition(":")
+    if not sep or "/" in version:
+        repo, version = ref, "latest"
+    try:
+        client.images.get(image_id).tag(repo, tag=version)
+    except docker.errors.APIError as exc:
+        raise UsageError(f"{ref!r} is not a registry/repository: {exc.explanation}.") from None
+
+
+def remove_image(client: Client, ref: str, *, force: bool = False, noprune: bool = False) -> None:
+    """Remove `ref`; an image with other tags only loses this one."""
+    client.images.remove(ref, force=force, noprune=noprune)
+
+
+def pull(client: Client, ref: str) -> Image:
+    try:
+        return Image._of(client.images.pull(ref))
+    except docker.errors.APIError as exc:
+        raise UserError(str(exc.explanation or exc).split("\n")[0][:160]) from None
+
+
+def import_tarball(client: Client, tarball: Path, ref: str, changes: list[str]) -> Image | None:
+    """`docker import` a root filesystem tarball as `ref` with Dockerfile `changes`."""
+    repo, _, version = ref.partition(":")
+    client.api.import_image_from_file(
+        str(tarball), repository=repo, tag=version or "latest", changes=changes
+    )
+    return image(client, ref)
+
+
+# Builds -------------------------------------------------------------------------------
+
+
+@dataclass
+class _Failure:
+    step: str
+    tail: list[str]
+
+
+ContextFiles = Mapping[str, "bytes | Path"]
+_STEP = re.compile(r"^(Step \d+/\d+ : .*|#\d+ \[[^\]]+\] .*)")
+
+
+def _context_tar(dockerfile: str, files: ContextFiles) -> io.BytesIO:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, item in {"Dockerfile": dockerfile.encode(), **files}.items():
+            data = item.read_bytes() if isinstance(item, Path) else item
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mtime = 0
+            info.mode = 0o644
+            tar.addfile(info, io.BytesIO(data))
+    buf.seek(0)
+    return buf
+
+
+def _failure_message(what: str, failure: _Failure, error: str) -> str:
+    tail = "\n".join("    " + line for line in failure.tail[-25:])
+    return (
+        f"Building {what} failed at {failure.step or 'an unknown step'}: {error.strip()}. "
+        f"Nothing was tagged. Last lines of the build log:\n{tail}"
+    )
+
+
+def build(
+    client: Client,
+    dockerfile: str,
+    *,
+    what: str,
+    labels: Mapping[str, str] | None = None,
+    files: ContextFiles | None = None,
+    target: str | None = None,
+    buildkit: bool = False,
+    nocache: bool = False,
+    emit: Emit = ignore,
+) -> str:
+    """Build `dockerfile` and return the image id; stream the log; tag nothing.
+
+    Tagging is the caller's job, after its own checks pass, so a failed check never
+    leaves a tag behind. Intermediate containers are always removed (`forcerm`).
+    `nocache` runs every step again (a rebuild that proves something).
+    """
+    started = time.monotonic()
+    builder = _build_cli if buildkit else _build_api
+    failure, tail = _Failure(step="", tail=[]), deque[str](maxlen=40)
+
+    def line(text: str) -> None:
+        if _STEP.match(text) and "CACHED" not in text and "DONE" not in text:
+            failure.step = text
+        tail.append(text)
+        emit(Message(text))
+
+    try:
+        image_id = builder(
+            client, dockerfile, labels=dict(labels or {}), files=files or {}, target=target,
+            nocache=nocache, line=line,
+        )  # fmt: skip
+    except _BuildError as exc:
+        failure.tail = list(tail)
+        raise UserError(_failure_message(what, failure, str(exc))) from None
+    emit(Message(f"built {what} as {image_id[:19]} in {time.monotonic() - started:.1f} s"))
+    return image_id
+
+
+class _BuildError(Exception):
+    """The engine's reason a build failed; `build` adds the step and the log tail."""
+
+
+def _build_api(
+    client: Client,
+    dockerfile: str,
+    *,
+    labels: dict[str, str],
+    files: ContextFiles,
+    target: str | None,
+    nocache: bool,
+    line: Any,
+) -> str:
+    image_id = ""
+    try:
+        stream = client.api.build(
+            fileobj=_context_tar(dockerfile, files), custom_context=True, rm=True, forcerm=True,
+            decode=True, labels=labels, target=target, nocache=nocache,
+        )  # fmt: skip
+        for chunk in stream:
+            for text in str(chunk.get("stream", "")).splitlines():
+                if text.strip():
+                    line(text)
+            if "ID" in chunk.get("aux", {}):
+                image_id = str(chunk["aux"]["ID"])
+            if "error" in chunk:
+                raise _BuildError(str(chunk["error"]))
+    except docker.errors.APIError as exc:
+        raise _BuildError(str(exc.explanation or exc)) from None
+    if not image_id:
+        raise _BuildError("the engine reported no image id")
+    return image_id
+
+
+def _build_cli(
+    client: Client,
+    dockerfile: str,
+    *,
+    labels: dict[str, str],
+    files: ContextFiles,
+    target: str | None,
+    nocache: bool,
+    line: Any,
+) -> str:
+    with tempfile.TemporaryDirectory(prefix="gmxbench-ctx-") as ctx:
+        Path(ctx, "Dockerfile").write_text(dockerfile)
+        for name, item in files.items():
+            if isinstance(item, Path):
+                shutil.copyfile(item, Path(ctx, name))
+            else:
+                Path(ctx, name).write_bytes(item)
+        iidfile = Path(ctx, ".iid")
+        cmd = [cli_binary(), "build", "--progress=plain", "--iidfile", str(iidfile)]
+        for key, value in labels.items():
+            cmd += ["--label", f"{key}={value}"]
+        if target:
+            cmd += ["--target", target]
+        if nocache:
+            cmd.append("--no-cache")
+        cmd.append(ctx)
+        env = {**os.environ, "DOCKER_BUILDKIT": "1"}
+        proc = subprocess.Popen(
+            cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        assert proc.stdout is not None
+        for text in proc.stdout:
+            line(text.rstrip())
+        if proc.wait() != 0 or not iidfile.exists():
+            raise _BuildError(f"docker build exited {proc.returncode}")
+        return iidfile.read_text().strip()
+
+
+# Containers ---------------------------------------------------------------------------
+
+
+def run_capture(
+    client: Client,
+    image: str,
+    command: list[str],
+    *,
+    timeout: float = 120,
+    environment: Mapping[str, str] | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> tuple[int, str]:
+    """Run a short command in a throw-away container; return (exit code, stdout+stderr)."""
+    container = client.containers.create(
+        image,
+        command,
+        environment=dict(environment or {}),
+        labels=dict(labels or {}),
+        network_disabled=True,
+    )
+    try:
+        container.start()
+        try:
+            status = container.wait(timeout=timeout)
+        except requests.exceptions.RequestException:
+            container.kill()
+            raise UserError(
+                f"`{' '.join(command)}` in {image} did not finish within {timeout:.0f} s."
+            ) from None
+        output = container.logs(stdout=True, stderr=True).decode(errors="replace")
+        return int(status.get("StatusCode", -1)), output
+    finally:
+        _remove_container(container)
+
+
+def run(
+    client: Client,
+    config: Mapping[str, Any],
+    *,
+    name: str,
+    timeout: float,
+    logs: tuple[Path, Path],
+    emit: Emit = ignore,
+) -> int | None:
+    """Run one container to its end and return its exit code; None when killed at `timeout`.
+
+    `config` is docker-py's `containers.create` keyword arguments, exactly as
+    `--dry-run` shows them. Output streams live to `emit`; stdout and stderr land in
+    the two `logs` files whatever happens, Ctrl-C included, and the container is
+    removed before this returns or raises.
+    """
+    container = client.containers.create(**config, name=name[:120])
+    streamer = None
+    try:
+        container.start()
+        streamer = threading.Thread(target=_stream, args=(container, emit), daemon=True)
+        streamer.start()
+        try:
+            status = container.wait(timeout=timeout)
+        except requests.exceptions.RequestException:
+            container.kill()
+            return None
+        return int(status.get("StatusCode", -1))
+    finally:
+        try:
+            for path, out in zip(logs, (True, False), strict=True):
+                path.write_bytes(container.logs(stdout=out, stderr=not out))
+        except docker.errors.APIError:
+            pass
+        _remove_container(container)
+        if streamer is not None:
+            streamer.join(timeout=2)
+
+
+def _stream(container: Any, emit: Emit) -> None:
+    try:
+        for chunk in container.logs(stream=True, follow=True):
+            emit(Output(chunk.decode(errors="replace")))
+    except (docker.errors.APIError, requests.exceptions.RequestException, ValueError):
+        pass
+
+
+def _remove_container(container: Any) -> None:
+    """Remove a container whatever state it is in; a container already gone is fine."""
+    try:
+        container.remove(force=True)
+    except docker.errors.NotFound:
+        pass
+    except docker.errors.APIError as exc:
+        if "already in progress" not in str(exc):
+            raise
+
+
+def remove_containers(client: Client, labels: list[str]) -> int:
+    """Remove every container carrying these labels; how many there were."""
+    found = client.containers.list(all=True, filters={"label": labels})
+    for container in found:
+        _remove_container(container)
+    return len(found)
+
+
+# Moving images: save, load, push -----------------------------------------------------
+
+
+def save(client: Client, ids: list[str]) -> Iterator[bytes]:
+    """`docker save` of several images as one tar stream.
+
+    docker-py's `get_image` saves one image; the API's `/images/get` takes several.
+    `APIClient` is a `requests.Session` on the engine's address, so its public
+    `get` reaches that endpoint without docker-py internals.
+    """
+    api = client.api
+    url = f"{api.base_url}/v{api.api_version}/images/get"
+    try:
+        res = api.get(url, params={"names": ids}, stream=True)
+        res.raise_for_status()
+        while chunk := res.raw.read(CHUNK):
+            yield chunk
+    except requests.exceptions.RequestException as exc:
+        raise UserError(f"The engine could not save {', '.join(ids)}: {exc}.") from None
+
+
+def load(client: Client, archive: IO[bytes], where: str) -> set[str]:
+    """`docker load`; the ids it reports (docker-py's `images.load` misses some)."""
+    loaded: set[str] = set()
+    try:
+        for chunk in client.api.load_image(archive):
+            if "errorDetail" in chunk:
+                raise UserError(f"The engine refused {where}: {chunk['errorDetail']}.")
+            for text in str(chunk.get("stream", "")).splitlines():
+                loaded.add(text.removeprefix("Loaded image ID: ").strip())
+    except docker.errors.APIError as exc:
+        raise UserError(f"The engine refused {where}: {exc.explanation}.") from None
+    return loaded
+
+
+class PushError(Exception):
+    """The registry or the engine refused a push; the message is their reason."""
+
+
+def push(client: Client, repo: str, version: str, emit: Emit = ignore) -> str | None:
+    """Push `repo:version`; the digest the registry gave it (None if it named none)."""
+    digest = None
+    try:
+        for chunk in client.api.push(repo, tag=version, stream=True, decode=True):
+            if "errorDetail" in chunk or "error" in chunk:
+                reason = chunk.get("errorDetail", {}).get("message") or chunk.get("error")
+                raise PushError(str(reason))
+            digest = chunk.get("aux", {}).get("Digest") or digest
+            if chunk.get("status") and not chunk.get("progressDetail"):
+                emit(Message(" ".join(str(chunk[k]) for k in ("id", "status") if k in chunk)))
+    except docker.errors.APIError as exc:
+        raise PushError(str(exc.explanation or exc)) from None
+    return digest

@@ -1,0 +1,209 @@
+"""Settings: `ORCH_*` environment variables, `orchestrator.toml`, `[tool.orchestrator]`.
+
+Precedence, highest first: explicit overrides, environment, `orchestrator.toml` in
+the working directory, `[tool.orchestrator]` of `pyproject.toml`, defaults.
+Nested values use `__` in the environment (`ORCH_GROMACS__REF=v2025.3`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    PyprojectTomlConfigSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from orchestrator.core.errors import UsageError
+
+#: The platforms `orchestrator.platforms` implements; "auto" picks the one present.
+PlatformName = Literal["auto", "rocm", "cpu"]
+
+#: GROMACS `GMX_SIMD` levels this tool knows how to check on the host.
+SIMD_LEVELS = (
+    "None",
+    "SSE2",
+    "SSE4.1",
+    "AVX_128_FMA",
+    "AVX_256",
+    "AVX2_128",
+    "AVX2_256",
+    "AVX_512",
+    "ARM_NEON_ASIMD",
+    "ARM_SVE",
+)
+
+IMAGE_REF = re.compile(
+    r"^[a-z0-9]+(?:[._/-][a-z0-9]+)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?"
+    r"(?:@sha256:[0-9a-f]{64})?$"
+)
+
+
+class GromacsSource(BaseModel):
+    """GROMACS source: `git+<url>` + branch/tag/commit, or `deb-src:<package>` + version."""
+
+    url: str
+    ref: str
+
+    @field_validator("url")
+    @classmethod
+    def _known_scheme(cls, value: str) -> str:
+        if not (value.startswith(("git+", "deb-src:")) or value.endswith(".tar.gz")):
+            raise ValueError(
+                "must be 'git+<repository url>', 'deb-src:<debian source package>' "
+                "or a URL ending in .tar.gz"
+            )
+        return value
+
+
+class Settings(BaseSettings):
+    """Everything a build or run depends on that is not a command-line argument.
+
+    Only values live here; what they mean on a platform (its default base image and
+    GROMACS source, the ROCm path, the GPU target) is `orchestrator.platforms`' job.
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix="ORCH_",
+        env_nested_delimiter="__",
+        toml_file="orchestrator.toml",
+        pyproject_toml_table_header=("tool", "orchestrator"),
+        extra="forbid",
+    )
+
+    platform: PlatformName = Field(
+        "auto", description="rocm, cpu, or auto (rocm when /dev/kfd exists)"
+    )
+    base_image: str | None = Field(
+        None, description="base image of the active platform (tag, optional @sha256: digest)"
+    )
+    results_dir: Path = Field(Path("results"), description="run directories and lockfiles")
+    cache_dir: Path = Field(
+        Path("~/.cache/gmxbench"), description="downloaded inputs and debootstrap trees"
+    )
+    recipes_dirs: Annotated[list[Path], NoDecode] = Field(
+        default_factory=list,
+        description="folders of your own recipes (`:`-separated), searched before the shipped ones",
+    )
+    rocm_version: str = Field("7.12", description="ROCm release the images pin")
+    gpu_arch: str | None = Field(
+        None, description="GPU target (gfx...); detected from the host, else gfx1201"
+    )
+    simd: str = Field("AVX2_256", description="GROMACS GMX_SIMD level of every build")
+    gromacs: GromacsSource | None = Field(
+        None, description="GROMACS source (url + ref); default depends on the platform"
+    )
+    llvm_source: str = Field(
+        "https://github.com/llvm/llvm-project.git",
+        description="local llvm-project checkout or git URL",
+    )
+    jobs: int = Field(default_factory=lambda: os.cpu_count() or 2, ge=1)
+    webhook_url: SecretStr | None = Field(None, description="secret: never printed or stored")
+    webhook_format: Literal["discord", "json"] = "discord"
+    debian_mirror: str = Field(
+        "http://deb.debian.org/debian", description="mirror for `orchestrator base`"
+    )
+
+    @field_validator("results_dir", "cache_dir")
+    @classmethod
+    def _expand(cls, value: Path) -> Path:
+        return value.expanduser()
+
+    @field_validator("recipes_dirs", mode="before")
+    @classmethod
+    def _path_list(cls, value: Any) -> Any:
+        """`ORCH_RECIPES_DIRS=/a:/b` like PATH; a TOML list as it is."""
+        if isinstance(value, str):
+            return [part for part in value.split(os.pathsep) if part.strip()]
+        return value
+
+    @field_validator("recipes_dirs")
+    @classmethod
+    def _expand_all(cls, value: list[Path]) -> list[Path]:
+        return [path.expanduser() for path in value]
+
+    @field_validator("simd")
+    @classmethod
+    def _known_simd(cls, value: str) -> str:
+        if value not in SIMD_LEVELS:
+            raise ValueError(f"must be one of {', '.join(SIMD_LEVELS)}")
+        return value
+
+    @field_validator("gpu_arch")
+    @classmethod
+    def _gfx(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"gfx[0-9a-f]{3,4}", value):
+            raise ValueError("must look like gfx1201 or gfx90a")
+        return value
+
+    @field_validator("base_image")
+    @classmethod
+    def _image_ref(cls, value: str | None) -> str | None:
+        if value is not None and not IMAGE_REF.match(value):
+            raise ValueError("must be an image reference like name:tag or name:tag@sha256:<64 hex>")
+        return value
+
+    @field_validator("rocm_version")
+    @classmethod
+    def _rocm_version(cls, value: str) -> str:
+        if not re.fullmatch(r"\d+\.\d+(\.\d+)?", value):
+            raise ValueError("must be a version like 7.12 or 7.12.0")
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (
+            init_settings,
+            env_settings,
+            TomlConfigSettingsSource(settings_cls),
+            PyprojectTomlConfigSettingsSource(settings_cls),
+        )
+
+    def public_dump(self) -> dict[str, Any]:
+        """Settings as shown to users and stored in records: the webhook only as set/unset."""
+        data = self.model_dump(mode="json", exclude={"webhook_url"})
+        data["webhook_url"] = "<set>" if self.webhook_url else None
+        return data
+
+
+def _env_name(loc: tuple[Any, ...]) -> str:
+    return "ORCH_" + "__".join(str(part).upper() for part in loc)
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Load settings or raise a `UsageError` naming the setting and the accepted values."""
+    try:
+        return Settings(**overrides)
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(
+            f"orchestrator.toml (or [tool.orchestrator] in pyproject.toml) is not valid TOML: "
+            f"{exc}. Fix the file or remove it; every setting also has an ORCH_* variable."
+        ) from None
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors(include_url=False):
+            name = _env_name(tuple(err["loc"]))
+            given = err.get("input")
+            secret = err["loc"][:1] == ("webhook_url",)
+            shown = "" if secret or isinstance(given, dict) else f" (got {given!r})"
+            msg = str(err["msg"]).removeprefix("Value error, ")
+            if err["type"] == "extra_forbidden":
+                msg = "is not a known setting; see the settings table in README.md"
+            problems.append(f"{name}{shown}: {msg}")
+        raise UsageError("Invalid setting. " + "; ".join(problems) + ".") from None

@@ -1,0 +1,75 @@
+"""The builder block: the platform's base plus compilers and GROMACS' build dependencies.
+
+Stable GROMACS images and every toolchain start here, so stable and dev differ only in
+the compiler. Template: `<platform>-base`; tag: `gmxbench-builder:<platform>-<inputs>`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from orchestrator.core import engine
+from orchestrator.core.engine import Client
+from orchestrator.core.events import Emit, Message, ignore
+from orchestrator.core.settings import Settings
+from orchestrator.images.base import ensure_base
+from orchestrator.images.catalog import (
+    Ref,
+    base_digest,
+    find_by_inputs,
+    inputs_key,
+    keep_tag,
+    label_and_tag,
+    new_record,
+)
+from orchestrator.images.render import render, uses_buildkit
+from orchestrator.platforms import PLATFORMS, active, on
+
+REPO = "gmxbench-builder"
+#: The tag example contexts give the builder (real ones end in the inputs key).
+EXAMPLE_TAG = "-example"
+
+
+def template(platform: str) -> str:
+    return f"{platform}-base"
+
+
+def context(settings: Settings) -> dict[str, Any]:
+    return active(settings).builder_context(settings)
+
+
+def example_context(name: str, settings: Settings) -> dict[str, Any]:
+    """The context of template `name`, on the platform it is written for."""
+    return context(on(settings, name.removesuffix("-base")))
+
+
+def templates() -> list[str]:
+    return [template(platform.name) for platform in PLATFORMS]
+
+
+def example_tag(settings: Settings) -> str:
+    """What stands for the builder's tag in the example contexts of the images FROM it."""
+    return f"{REPO}:{active(settings).name}{EXAMPLE_TAG}"
+
+
+def ensure_builder(client: Client, settings: Settings, emit: Emit = ignore) -> Ref:
+    """The platform's builder base, built when its inputs are new."""
+    base = ensure_base(client, settings, emit)
+    platform = active(settings)
+    name = template(platform.name)
+    dockerfile = render(name, context(settings))
+    key = inputs_key(name, dockerfile, base.id)
+    tag = f"{REPO}:{platform.name}-{key[:12]}"
+    existing = find_by_inputs(client, key, "builder")
+    if existing is not None:
+        keep_tag(client, existing, tag)
+        return Ref(tag, existing.id)
+    emit(Message(f"building the {platform.name} builder base from {platform.base_image(settings)}"))
+    image_id = engine.build(
+        client, dockerfile, what=tag, buildkit=uses_buildkit(dockerfile), emit=emit
+    )
+    record = new_record(
+        settings, "builder", tag, image_id, key, base_digest=base_digest(base),
+        **platform.record_values(settings),
+    )  # fmt: skip
+    return Ref(tag, label_and_tag(client, image_id, record, [tag], emit))

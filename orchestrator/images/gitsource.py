@@ -1,0 +1,224 @@
+"""Resolve an LLVM revision in a configured source: a local checkout or a git URL.
+
+* Local checkout: any revision `git rev-parse` knows (short or full hash, branch, tag).
+  `.` (or a path to a checkout) means "the working tree as it is now": HEAD, marked
+  dirty when tracked files have uncommitted changes (untracked files are ignored).
+* Git URL: `git ls-remote` only, no clone: branch and tag names, and hashes (full or
+  abbreviated) of branch or tag tips. A full 40-hex hash that is no tip cannot be checked
+  without fetching; it is accepted as given (`ResolvedCommit.verified` is False).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from orchestrator.core.errors import UsageError, UserError
+
+HEX = re.compile(r"^[0-9a-fA-F]{4,40}$")
+URLISH = re.compile(r"^([a-z][a-z0-9+.-]*://|[^/\s]+@[^/\s]+:)", re.IGNORECASE)
+TIMEOUT = 120
+SHORT = 8
+
+
+class ResolvedCommit(BaseModel):
+    """One LLVM revision, as stamped on builds and results."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source: str  # checkout path or URL (credentials removed)
+    full: str  # 40-hex commit
+    short: str  # `git rev-parse --short=8` (longer when 8 is ambiguous)
+    dirty: bool  # working tree with uncommitted changes to tracked files
+    label: str  # "<short>" or "<short>-dirty"
+    ref: str | None = None  # e.g. refs/heads/main when resolved through a ref
+    diff_sha256: str | None = None  # of `git diff HEAD` when dirty
+    verified: bool = True  # False: a remote hash that is no ref tip, taken as given
+
+
+def is_url(source: str) -> bool:
+    """A repository to fetch (`scheme://…`, `user@host:path`), not a local checkout."""
+    return bool(URLISH.match(source))
+
+
+def display_source(source: str) -> str:
+    """`source` without credentials (`https://user:token@host/...` → `https://host/...`)."""
+    return re.sub(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", r"\1", source, flags=re.IGNORECASE)
+
+
+def _git(
+    args: list[str], cwd: Path | None = None, check: bool = True
+) -> subprocess.CompletedProcess[bytes]:
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "LC_ALL": "C"}
+    try:
+        result = subprocess.run(
+            ["git", *args], cwd=cwd, env=env, capture_output=True, timeout=TIMEOUT, check=False
+        )
+    except FileNotFoundError:
+        raise UserError(
+            "git is not installed; install it (apt-get install -y git) and run again."
+        ) from None
+    except subprocess.TimeoutExpired:
+        raise UserError(f"git {args[0]} took longer than {TIMEOUT} s; check the source.") from None
+    if check and result.returncode != 0:
+        where = f" in {cwd}" if cwd else ""
+        raise UserError(f"git {args[0]} failed{where}: {_last_line(result.stderr)}.")
+    return result
+
+
+def _last_line(data: bytes) -> str:
+    lines = [line for line in data.decode(errors="replace").splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "no message"
+
+
+def _checkout(path: Path, shown: str) -> Path:
+    """The top of the work tree containing `path`, or a UsageError."""
+    if not path.is_dir():
+        raise UsageError(
+            f"LLVM source {shown} does not exist. Set llvm_source (ORCH_LLVM_SOURCE) to an "
+            "llvm-project checkout or a git URL."
+        )
+    result = _git(["rev-parse", "--show-toplevel"], cwd=path, check=False)
+    if result.returncode != 0:
+        raise UsageError(
+            f"LLVM source {shown} is not a git repository ({_last_line(result.stderr)}). "
+            "Point llvm_source (ORCH_LLVM_SOURCE) at an llvm-project checkout or a git URL."
+        )
+    return Path(result.stdout.decode().strip())
+
+
+def _is_path(text: str) -> bool:
+    return text == "." or (
+        ("/" in text or text.startswith(("~", "."))) and Path(text).expanduser().is_dir()
+    )
+
+
+def resolve_commit(source: str, rev: str) -> ResolvedCommit:
+    """Resolve `rev` in `source` (checkout path or git URL), or raise a `UsageError`."""
+    rev = rev.strip()
+    if not rev:
+        raise UsageError("Empty LLVM revision: give a commit hash, a branch, or '.'.")
+    if rev != "." and _is_path(rev):
+        return _working_tree(Path(rev).expanduser(), rev)
+    local = Path(source).expanduser()
+    if local.is_dir() or not is_url(source):
+        top = _checkout(local, source)
+        if rev == ".":
+            return _working_tree(top, source)
+        return _local(top, source, rev)
+    if rev == ".":
+        raise UsageError(
+            f"Revision '.' means a local working tree, but the LLVM source is the URL "
+            f"{display_source(source)}. Give a commit or branch, or set llvm_source to a "
+            "checkout."
+        )
+    return _remote(source, rev)
+
+
+def _working_tree(path: Path, shown: str) -> ResolvedCommit:
+    top = _checkout(path, shown)
+    head = _git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], cwd=top, check=False)
+    if head.returncode != 0:
+        raise UsageError(f"The checkout {top} has no commits yet; commit something first.")
+    full = head.stdout.decode().strip()
+    status = _git(["status", "--porcelain", "--untracked-files=no"], cwd=top)
+    dirty = bool(status.stdout.strip())
+    return _make(str(top), full, _short(top, full), dirty, diff_digest(top) if dirty else None)
+
+
+def _short(top: Path, full: str) -> str:
+    result = _git(["rev-parse", f"--short={SHORT}", full], cwd=top)
+    return result.stdout.decode().strip()
+
+
+def _make(
+    source: str,
+    full: str,
+    short: str,
+    dirty: bool = False,
+    diff: str | None = None,
+    ref: str | None = None,
+    verified: bool = True,
+) -> ResolvedCommit:
+    return ResolvedCommit(
+        source=display_source(source),
+        full=full,
+        short=short,
+        dirty=dirty,
+        label=f"{short}-dirty" if dirty else short,
+        ref=ref,
+        diff_sha256=diff,
+        verified=verified,
+    )
+
+
+def _local(top: Path, source: str, rev: str) -> ResolvedCommit:
+    result = _git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], cwd=top, check=False)
+    if result.returncode != 0:
+        probe = _git(["rev-parse", "--verify", f"{rev}^{{commit}}"], cwd=top, check=False)
+        detail = _last_line(probe.stderr)
+        hint = (
+            "Give more characters of the hash."
+            if "ambiguous" in detail
+            else f"Check the hash, or fetch it first (git -C {top} fetch)."
+        )
+        raise UsageError(f"Commit {rev!r} is not in the LLVM repository {top} ({detail}). {hint}")
+    full = result.stdout.decode().strip()
+    ref = None
+    named = _git(["rev-parse", "--symbolic-full-name", rev], cwd=top, check=False)
+    if named.returncode == 0 and named.stdout.strip():
+        ref = named.stdout.decode().strip().splitlines()[0]
+    return _make(str(top), full, _short(top, full), ref=ref)
+
+
+def _remote(url: str, rev: str) -> ResolvedCommit:
+    shown = display_source(url)
+    result = _git(["ls-remote", url], check=False)
+    if result.returncode != 0:
+        raise UsageError(
+            f"Cannot list the LLVM repository {shown} "
+            f"({_last_line(result.stderr).replace(url, shown)}). Check "
+            "the URL and the network, or set llvm_source to a local checkout."
+        )
+    refs: dict[str, str] = {}
+    for line in result.stdout.decode().splitlines():
+        sha, _, name = line.partition("\t")
+        if name.endswith("^{}"):  # peeled tag: the commit, preferred over the tag object
+            refs[name[:-3]] = sha
+        else:
+            refs.setdefault(name, sha)
+    for name in (rev, f"refs/heads/{rev}", f"refs/tags/{rev}"):
+        if name in refs:
+            return _make(url, refs[name], refs[name][:SHORT], ref=name)
+    if HEX.match(rev):
+        prefix = rev.lower()
+        matches = {sha for sha in refs.values() if sha.startswith(prefix)}
+        if len(matches) == 1:
+            full = matches.pop()
+            ref = next(name for name, sha in sorted(refs.items()) if sha == full)
+            return _make(url, full, full[:SHORT], ref=ref)
+        if len(matches) > 1:
+            raise UsageError(
+                f"Commit {rev!r} is ambiguous in {shown}; give more characters of the hash."
+            )
+        if len(prefix) == 40:
+            return _make(url, prefix, prefix[:SHORT], verified=False)
+    raise UsageError(
+        f"Commit {rev!r} is not a branch, tag or branch/tag tip of the LLVM repository "
+        f"{shown}. Without a clone only tips can be resolved: give the full 40-character "
+        "hash, or set llvm_source to a local checkout that has the commit."
+    )
+
+
+def diff_digest(path: Path | str) -> str | None:
+    """sha256 of `git diff HEAD` (tracked files) when the tree is dirty, else None."""
+    top = _checkout(Path(path).expanduser(), str(path))
+    diff = _git(["diff", "HEAD", "--no-ext-diff", "--no-color", "--binary"], cwd=top)
+    if not diff.stdout:
+        return None
+    return hashlib.sha256(diff.stdout).hexdigest()

@@ -1,0 +1,385 @@
+"""The GROMACS block: stable and dev images, built from one source with one set of flags.
+
+Stable and dev share everything but the compiler: the source stage is the same text
+(one cached layer), the CMake flags come from the platform, and the compiler comes from
+the builder (stable) or a toolchain image (dev). A build is checked (`gmx --version`)
+before it gets labels, a lockfile and a tag; a failed check tags nothing.
+Templates: `gromacs-<flavor>-<platform>`; tags `gromacs:stable-…`, `gromacs:dev-…`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from orchestrator.core import engine
+from orchestrator.core.engine import Client, Image
+from orchestrator.core.errors import UsageError, UserError
+from orchestrator.core.events import Emit, Message, ignore
+from orchestrator.core.settings import GromacsSource, Settings
+from orchestrator.images import builder, toolchain, toolchain_llvm, toolchain_package
+from orchestrator.images.catalog import (
+    Ref,
+    find_by_inputs,
+    inputs_key,
+    keep_tag,
+    label_and_tag,
+    new_record,
+    probe,
+    refuse_overwrite,
+)
+from orchestrator.images.provenance import (
+    LOCK_LABEL,
+    ImageRecord,
+    Lockfile,
+    label,
+    lockfile_path,
+    parse_lockfile,
+    save_lockfile,
+)
+from orchestrator.images.render import render, uses_buildkit
+from orchestrator.platforms import PLATFORMS, active, on
+from orchestrator.platforms.base import BuildFacts, Compiler, Flavor, Platform
+
+REPO = "gromacs"
+DEV_CURRENT = f"{REPO}:dev-current"
+FLAVORS: tuple[Flavor, ...] = ("stable", "dev")
+#: Fixed build date (`__DATE__`, GROMACS build info): identical rebuilds need one.
+SOURCE_DATE_EPOCH = 1704067200
+
+EXAMPLE_COMMIT = "7f24a2dbf3" + "0" * 30
+#: The dev build time of the examples (the field report's dev-llvm-d7fead0f-20260516-0243).
+EXAMPLE_WHEN = datetime(2026, 5, 16, 2, 43, tzinfo=UTC)
+
+
+class SourceSpec(BaseModel):
+    """GROMACS source pinned as far as it can be before the build (sha256 is known after)."""
+
+    scheme: Literal["git", "deb-src", "tarball"]
+    url: str
+    ref: str
+    package: str | None = None
+    commit: str | None = None
+    sha256: str | None = None
+
+    @classmethod
+    def from_setting(cls, source: GromacsSource) -> SourceSpec:
+        if source.url.startswith("git+"):
+            return cls(scheme="git", url=source.url.removeprefix("git+"), ref=source.ref)
+        if source.url.startswith("deb-src:"):
+            package = source.url.removeprefix("deb-src:")
+            return cls(scheme="deb-src", url=source.url, ref=source.ref, package=package)
+        return cls(scheme="tarball", url=source.url, ref=source.ref)
+
+    @property
+    def revision(self) -> str | None:
+        """The most exact identity known: a git commit, else the tarball's sha256."""
+        if self.commit:
+            return self.commit
+        return f"sha256:{self.sha256}" if self.sha256 else None
+
+
+def gromacs_ref(name: str) -> str:
+    """A bare build name means `gromacs:<build>`; anything with a tag or repo is as given."""
+    return name if ":" in name or "/" in name else f"{REPO}:{name}"
+
+
+def template(flavor: Flavor, platform: str) -> str:
+    return f"gromacs-{flavor}-{platform}"
+
+
+def templates() -> list[str]:
+    return [template(flavor, p.name) for p in PLATFORMS for flavor in FLAVORS]
+
+
+def dev_build_name(compiler: Compiler, when: datetime | None = None) -> str:
+    stamp = (when or datetime.now(UTC)).strftime("%Y%m%d-%H%M")
+    return f"dev-{compiler.name}-{stamp}"
+
+
+def shell_words(flags: list[str]) -> list[str]:
+    """Quote flags for a RUN line, keeping `-G Ninja` together on one line."""
+    words: list[str] = []
+    for flag in flags:
+        if words and words[-1] == "-G":
+            words[-1] = f"-G {shlex.quote(flag)}"
+        else:
+            words.append(shlex.quote(flag))
+    return words
+
+
+def context(
+    settings: Settings,
+    *,
+    flavor: Flavor,
+    builder_image: str,
+    compiler_image: str,
+    compiler: Compiler,
+    source: SourceSpec,
+    build_name: str,
+) -> dict[str, Any]:
+    """Template variables of `gromacs-<flavor>-<platform>`; also stored in the lockfile."""
+    platform = active(settings)
+    prefix = f"/opt/gromacs/{build_name}"
+    flags = platform.cmake_flags(settings, flavor, compiler, prefix)
+    return {
+        "builder_image": builder_image,
+        "compiler_image": compiler_image,
+        "source": source.model_dump(),
+        "source_date_epoch": SOURCE_DATE_EPOCH,
+        "build_name": build_name,
+        "prefix": prefix,
+        "cmake_flags": shell_words(flags),
+        "raw_cmake_flags": flags,
+        "cc": compiler.cc,
+        "cxx": compiler.cxx,
+        "hip_compiler": compiler.hip or "",
+        **platform.gromacs_values(settings),
+    }
+
+
+def _example_probe(command: list[str]) -> tuple[int, str]:
+    """What `c++` answers in the example builder (a stand-in: no engine is asked)."""
+    return 0, "12\nc++ (Debian 12.2.0-14+deb12u1) 12.2.0\n"
+
+
+def example_context(name: str, settings: Settings) -> dict[str, Any]:
+    """The context `name` gets in a real build, with example parent tags and commits."""
+    flavor: Flavor = "stable" if name.startswith("gromacs-stable-") else "dev"
+    settings = on(settings, name.removeprefix(f"gromacs-{flavor}-"))
+    platform = active(settings)
+    if flavor == "stable":
+        compiler = platform.stable_compiler(settings, _example_probe)
+        build_name = platform.stable_build_name(settings, compiler)
+    else:
+        compiler = _example_dev_compiler(platform)
+        build_name = dev_build_name(compiler, EXAMPLE_WHEN)
+    source = SourceSpec.from_setting(platform.gromacs_source(settings))
+    if source.scheme == "git":
+        source.commit = EXAMPLE_COMMIT
+    builder_image = builder.example_tag(settings)
+    return context(
+        settings,
+        flavor=flavor,
+        builder_image=builder_image,
+        compiler_image=builder_image if flavor == "stable" else toolchain.example_tag(settings),
+        compiler=compiler,
+        source=source,
+        build_name=build_name,
+    )
+
+
+def _example_dev_compiler(platform: Platform) -> Compiler:
+    if platform.example_toolchain == "package":
+        return toolchain_package.package_compiler(toolchain_package.EXAMPLE_PACKAGE)[1]
+    return toolchain_llvm.example_compiler()
+
+
+def build_gromacs(
+    client: Client,
+    settings: Settings,
+    flavor: Flavor,
+    *,
+    toolchain_tag: str | None = None,
+    emit: Emit = ignore,
+) -> ImageRecord:
+    """Build (or reuse) a stable or dev GROMACS image; returns its record."""
+    platform = active(settings)
+    base = builder.ensure_builder(client, settings, emit)
+    if flavor == "dev":
+        if toolchain_tag is None:
+            raise UsageError(
+                "A dev build needs a compiler: pass --toolchain <image> or --llvm <commit>."
+            )
+        compiler = toolchain.compiler_of(client, toolchain_tag)
+        compiler_image = Ref(toolchain_tag, compiler.toolchain_id or "")
+    else:
+        compiler = platform.stable_compiler(
+            settings, lambda command: probe(client, base.tag, command)
+        )
+        compiler_image = base
+    source = SourceSpec.from_setting(platform.gromacs_source(settings))
+    name = template(flavor, platform.name)
+    planned = "dev-<stamp>" if flavor == "dev" else platform.stable_build_name(settings, compiler)
+
+    def context_for(build_name: str) -> dict[str, Any]:
+        return context(
+            settings, flavor=flavor, builder_image=base.tag, compiler_image=compiler_image.tag,
+            compiler=compiler, source=source, build_name=build_name,
+        )  # fmt: skip
+
+    key = inputs_key(name, render(name, context_for(planned)), base.id, compiler_image.id)
+    existing = find_by_inputs(client, key, "gromacs")
+    if existing is not None:
+        record = record_of(existing)
+        keep_tag(client, existing, record.tag)
+        emit(Message(f"up to date: {record.tag} ({existing.id[:19]}), nothing to build"))
+        ensure_lockfile(settings.results_dir, existing, record)
+        if flavor == "dev":
+            engine.tag(client, existing.id, DEV_CURRENT)
+        return record
+
+    build_name = planned if flavor == "stable" else dev_build_name(compiler)
+    tag = gromacs_ref(build_name)
+    refuse_overwrite(client, tag, key)
+    ctx = context_for(build_name)
+    dockerfile = render(name, ctx)
+    emit(Message(f"building {tag} with {platform.compiler_under_test(compiler)}"))
+    image_id = engine.build(
+        client, dockerfile, what=tag, buildkit=uses_buildkit(dockerfile), emit=emit
+    )
+    facts = check_build(client, image_id, settings, flavor, compiler, ctx["prefix"])
+    builder_image = engine.image(client, base.id)
+    base_digest = builder_image.labels.get(label("base_digest")) if builder_image else None
+    source.sha256 = facts.source_sha256 or source.sha256
+    ctx["source"]["sha256"] = source.sha256
+    record = new_record(
+        settings, "gromacs", tag, "", key,
+        build=build_name,
+        base_digest=base_digest,
+        gromacs_source=source.url,
+        gromacs_ref=source.ref,
+        gromacs_commit=source.revision,
+        gmx_version=facts.version_info.get("GROMACS version"),
+        compiler=platform.recorded_compiler(facts, compiler),
+        compiler_version=facts.compiler_version,
+        toolchain=compiler.toolchain_image,
+        llvm_commit=compiler.llvm_commit,
+        llvm_dirty=compiler.llvm_dirty,
+        cmake_flags=ctx["raw_cmake_flags"],
+        gpu_arch=platform.gpu_target(settings),
+        simd=settings.simd,
+        **platform.record_values(settings),
+    )  # fmt: skip
+    tags = [tag, DEV_CURRENT] if flavor == "dev" else [tag]
+    lock = Lockfile(
+        record=record,
+        template=name,
+        context=ctx,
+        dockerfile_sha256=hashlib.sha256(dockerfile.encode()).hexdigest(),
+        dockerfile=dockerfile,
+        parents={base.tag: base.id, compiler_image.tag: compiler_image.id},
+        builder=base.tag,
+        packages=facts.packages,
+        gmx_version_info=facts.version_info,
+    )
+    record.id = label_and_tag(client, image_id, record, tags, emit, extra_labels=lock.embedded())
+    path = save_lockfile(settings.results_dir, lock)
+    emit(Message(f"tagged {', '.join(tags)}; lockfile {path}"))
+    return record
+
+
+def record_of(image: Image) -> ImageRecord:
+    """The record of a GROMACS image; its tag follows from the build label."""
+    return ImageRecord.from_labels(
+        gromacs_ref(image.labels[label("build")]), image.id, image.labels
+    )
+
+
+def lockfile_of(image: Image) -> Lockfile | None:
+    """The lockfile a GROMACS image carries in its label, if it has one."""
+    raw = image.labels.get(LOCK_LABEL)
+    if raw is None:
+        return None
+    return parse_lockfile(raw, f"the label of {', '.join(image.tags) or image.id}", image.id)
+
+
+def ensure_lockfile(results_dir: Path, image: Image, record: ImageRecord) -> None:
+    """Write the image's lockfile into this results dir from its label, if missing here."""
+    if lockfile_path(results_dir, record.tag).exists():
+        return
+    lock = lockfile_of(image)
+    if lock is not None:
+        save_lockfile(results_dir, lock)
+
+
+# The post-build check -----------------------------------------------------------------
+
+VERIFY_SCRIPT = r"""gmx --version 2>&1
+echo '@@compiler'; {compiler} --version 2>&1 | head -n1
+echo '@@path'; readlink -f "$(command -v {compiler})" 2>/dev/null || echo {compiler}
+echo '@@reported'
+readlink -f "$(gmx --version 2>/dev/null | sed -n 's/^C++ compiler: *\([^ ]*\).*/\1/p')"
+echo '@@sha'; cat /src/gromacs.tar.gz.sha256 2>/dev/null
+echo '@@cmake'; grep -h '^CMAKE_[A-Z]*_COMPILER:' {prefix}/CMakeCache.txt 2>/dev/null
+echo '@@packages'; dpkg-query -W -f='${{Package}}=${{Version}}\n' 2>/dev/null
+"""
+
+
+def parse_version_info(text: str) -> dict[str, str]:
+    """`gmx --version`'s `Key: value` lines as a dict."""
+    pairs = (line.split(":", 1) for line in text.splitlines() if ":" in line)
+    return {key.strip(): value.strip() for key, value in pairs}
+
+
+def _pairs(text: str, sep: str) -> dict[str, str]:
+    split = (line.split(sep, 1) for line in text.splitlines() if sep in line)
+    return {key.strip(): value.strip() for key, value in split}
+
+
+def parse_facts(out: str) -> BuildFacts:
+    """What `VERIFY_SCRIPT` printed, section by section."""
+    sections = dict(
+        [*part.split("\n", 1), ""][:2] for part in ("@@version\n" + out).split("@@")[1:]
+    )
+    cmake = {
+        name.split(":", 1)[0]: value
+        for name, value in _pairs(sections.get("cmake", ""), "=").items()
+    }
+    return BuildFacts(
+        version_info=parse_version_info(sections.get("version", "")),
+        compiler_version=sections.get("compiler", "").strip(),
+        compiler_path=sections.get("path", "").strip(),
+        reported_compiler=sections.get("reported", "").strip(),
+        cmake_compilers=cmake,
+        source_sha256=sections.get("sha", "").strip() or None,
+        packages=_pairs(sections.get("packages", ""), "="),
+    )
+
+
+def check_build(
+    client: Client,
+    image_id: str,
+    settings: Settings,
+    flavor: Flavor,
+    compiler: Compiler,
+    prefix: str,
+) -> BuildFacts:
+    """The build's facts when it is what was asked; else remove it and raise (nothing tagged)."""
+    platform = active(settings)
+    tool = platform.compiler_under_test(compiler)
+    script = VERIFY_SCRIPT.format(compiler=tool, prefix=prefix)
+    _, out = probe(client, image_id, ["sh", "-c", script])
+    facts = parse_facts(out)
+    info = facts.version_info
+    problems = []
+    if "GROMACS version" not in info:
+        problems.append(f"`gmx --version` did not run: {out.strip()[:300]}")
+    else:
+        checks: list[tuple[str, Callable[[str], bool], str]] = [
+            ("Precision", lambda v: v.startswith("mixed"), "mixed (GMX_DOUBLE=OFF)"),
+            ("SIMD instructions", lambda v: v == settings.simd, settings.simd),
+            ("OpenMP support", lambda v: v.startswith("enabled"), "enabled"),
+            ("GPU support", lambda v: v.startswith(platform.gpu_support), platform.gpu_support),
+        ]
+        for name, ok, wanted in checks:
+            if not ok(info.get(name, "")):
+                problems.append(f"{name} is {info.get(name, 'missing')!r}, asked for {wanted}")
+        problems += platform.compiler_problems(facts, compiler)
+    if problems:
+        hint = ""
+        if any(p.startswith("OpenMP") for p in problems) and "clang" in tool:
+            hint = " A clang build needs libomp-<N>-dev in the toolchain image for OpenMP."
+        engine.remove_image(client, image_id)
+        raise UserError(
+            f"The {flavor} GROMACS build finished but is not what was asked: "
+            + "; ".join(problems)
+            + f". Nothing was tagged.{hint}"
+        )
+    return facts

@@ -1,0 +1,168 @@
+"""Image provenance: the labels every image carries and the lockfile that rebuilds it.
+
+Labels are the truth that travels with an image (`docker save`, a registry); the
+lockfile under `results/images/` adds what a rebuild needs (template and context).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from orchestrator.core.errors import UserError
+from orchestrator.core.files import write_atomic
+
+#: Prefix of every label this project puts on images and containers.
+LABEL_PREFIX = "gmxbench."
+ImageKind = Literal["base", "builder", "toolchain", "gromacs"]
+
+
+def label(name: str) -> str:
+    """The full key of one of our labels (`kind` → `gmxbench.kind`)."""
+    return LABEL_PREFIX + name
+
+
+KIND_LABEL, INPUTS_LABEL = label("kind"), label("inputs")
+#: The lockfile, inside the image it describes.
+LOCK_LABEL = label("lockfile")
+#: Digest of the image's own layers, stamped with its labels (see `catalog.is_ours`).
+LAYERS_LABEL = label("layers")
+#: A toolchain image's `Compiler`, as JSON.
+TOOLCHAIN_LABEL = label("toolchain_json")
+#: On containers: what the container is for (`run`, `probe`) and which run it is.
+ROLE_LABEL, RUN_LABEL = label("role"), label("run")
+
+
+def container_labels(role: str, run_id: str | None = None) -> dict[str, str]:
+    """Labels of a container we start, so none can outlive us unnoticed."""
+    return {ROLE_LABEL: role, **({RUN_LABEL: run_id} if run_id else {})}
+
+
+class ImageRecord(BaseModel):
+    """What `images --json` prints: one row per tagged project image."""
+
+    tag: str
+    id: str
+    kind: ImageKind = "gromacs"
+    platform: str | None = None
+    build: str | None = None
+    base_image: str | None = None
+    base_digest: str | None = None
+    rocm_version: str | None = None
+    gromacs_source: str | None = None
+    gromacs_ref: str | None = None
+    gromacs_commit: str | None = None
+    gmx_version: str | None = None
+    compiler: str | None = None
+    compiler_version: str | None = None
+    toolchain: str | None = None
+    llvm_commit: str | None = None
+    llvm_dirty: bool = False
+    cmake_flags: list[str] = Field(default_factory=list)
+    gpu_arch: str | None = None
+    simd: str | None = None
+    inputs: str | None = None
+    created: str | None = None
+
+    def labels(self) -> dict[str, str]:
+        """OCI labels plus ours; JSON-encode lists, skip unknowns (labels are strings)."""
+        out: dict[str, str] = {}
+        for key, value in self.model_dump(exclude={"tag", "id"}).items():
+            if value is None or value == []:
+                continue
+            if isinstance(value, list):
+                out[label(key)] = json.dumps(value)
+            elif isinstance(value, bool):
+                out[label(key)] = "true" if value else "false"
+            else:
+                out[label(key)] = str(value)
+        if self.created:
+            out["org.opencontainers.image.created"] = self.created
+        if self.gromacs_commit:
+            out["org.opencontainers.image.revision"] = self.gromacs_commit
+        if self.gromacs_source:
+            out["org.opencontainers.image.source"] = self.gromacs_source
+        if self.gmx_version:
+            out["org.opencontainers.image.version"] = self.gmx_version
+        out["org.opencontainers.image.title"] = f"gmxbench {self.kind} {self.build or ''}".strip()
+        return out
+
+    @classmethod
+    def from_labels(cls, tag: str, image_id: str, labels: dict[str, str]) -> ImageRecord:
+        data: dict[str, Any] = {"tag": tag, "id": image_id}
+        for name, field in cls.model_fields.items():
+            raw = labels.get(label(name))
+            if raw is None or name in ("tag", "id"):
+                continue
+            if field.annotation == list[str]:
+                data[name] = json.loads(raw)
+            elif field.annotation is bool:
+                data[name] = raw == "true"
+            else:
+                data[name] = raw
+        return cls.model_validate(data)
+
+
+class Lockfile(BaseModel):
+    """Everything needed to rebuild an image: its record, template, context and packages.
+
+    `dockerfile` is the exact text that was built (templates change over time) and
+    `parents` pins each image it names in `FROM` to the id it had, so a rebuild months
+    later starts from the same builder and compiler, not whatever the tags point to now.
+    """
+
+    schema_version: int = 2
+    record: ImageRecord
+    template: str
+    context: dict[str, Any]
+    dockerfile_sha256: str
+    dockerfile: str | None = None
+    parents: dict[str, str] = Field(default_factory=dict)
+    builder: str | None = None
+    packages: dict[str, str] = Field(default_factory=dict)
+    gmx_version_info: dict[str, str] = Field(default_factory=dict)
+    registry_digest: str | None = None
+
+    def embedded(self) -> dict[str, str]:
+        """The label that carries this lockfile inside its image (which cannot know its id)."""
+        return {LOCK_LABEL: self.model_dump_json(exclude={"record": {"id"}})}
+
+
+def image_file(results_dir: Path, tag: str, suffix: str) -> Path:
+    """`results/images/<tag>.<suffix>`: where an image's lockfile and reports live."""
+    return results_dir / "images" / (tag.replace("/", "_").replace(":", "__") + suffix)
+
+
+def lockfile_path(results_dir: Path, tag: str) -> Path:
+    return image_file(results_dir, tag, ".lock.json")
+
+
+def save_lockfile(results_dir: Path, lock: Lockfile) -> Path:
+    path = lockfile_path(results_dir, lock.record.tag)
+    return write_atomic(path, lock.model_dump_json(indent=2) + "\n")
+
+
+def load_lockfile(path: Path) -> Lockfile:
+    return Lockfile.model_validate_json(path.read_text())
+
+
+def parse_lockfile(
+    raw: str | bytes, where: str, image_id: str | None = None, hint: str = ""
+) -> Lockfile:
+    """A lockfile from a file, an archive member or a label; a clear error if it is none.
+
+    A label cannot know its own image's id, so the caller supplies it.
+    """
+    try:
+        data = json.loads(raw)
+        if image_id is not None:
+            data["record"]["id"] = image_id
+        return Lockfile.model_validate(data)
+    except (ValueError, TypeError, KeyError, ValidationError) as exc:
+        reason = str(exc).splitlines()[0][:200]
+        raise UserError(
+            f"{where} is not a lockfile of this tool ({reason}). {hint}".strip()
+        ) from None

@@ -1,0 +1,60 @@
+"""Dockerfile templates: Jinja with StrictUndefined, shipped as package data.
+
+Templates live in `orchestrator/images/templates/` and are read through
+`importlib.resources`, so an installed wheel renders exactly what a checkout does.
+Partials (`_*.j2`) are included by the templates; they are not rendered alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cache
+from importlib.resources import files
+from typing import Any
+
+import jinja2
+
+from orchestrator.core.errors import UsageError
+
+PACKAGE, FOLDER = "orchestrator.images", "templates"
+SUFFIX = ".Dockerfile.j2"
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader(PACKAGE, FOLDER),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+
+
+def templates() -> list[str]:
+    """Names of the renderable templates (partials start with `_`)."""
+    folder = files(PACKAGE) / FOLDER
+    return sorted(
+        item.name.removesuffix(SUFFIX)
+        for item in folder.iterdir()
+        if item.name.endswith(SUFFIX) and not item.name.startswith("_")
+    )
+
+
+def render(name: str, context: Mapping[str, Any]) -> str:
+    """Render template `name` (without suffix); a missing variable is an error, not ''."""
+    if name not in templates():
+        raise UsageError(f"Unknown template {name!r}. Known templates: {', '.join(templates())}.")
+    try:
+        return _environment().get_template(name + SUFFIX).render(**context)
+    except jinja2.UndefinedError as exc:
+        raise UsageError(
+            f"Template {name!r} needs a value that was not given: {exc.message}. "
+            f"Pass it with --set key=value."
+        ) from None
+
+
+def uses_buildkit(dockerfile: str) -> bool:
+    """True when the Dockerfile needs BuildKit (cache mounts), which docker-py cannot drive."""
+    return "--mount=type=" in dockerfile

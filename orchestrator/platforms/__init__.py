@@ -1,0 +1,43 @@
+"""Platforms: one module per platform (`cpu`, `rocm`), all behind `base.Platform`.
+
+Only this package knows what differs between platforms; everything else asks the
+platform an image was built for (`get(record.platform)`) or the one this host has
+(`active(settings)`).
+"""
+
+from __future__ import annotations
+
+from orchestrator.core.errors import UsageError
+from orchestrator.core.settings import Settings
+from orchestrator.platforms.base import Platform
+from orchestrator.platforms.cpu import CpuPlatform
+from orchestrator.platforms.rocm import RocmPlatform
+
+#: Every platform, in the order `auto` tries them: the first one present wins.
+PLATFORMS: tuple[Platform, ...] = (RocmPlatform(), CpuPlatform())
+
+
+def get(name: str) -> Platform:
+    for platform in PLATFORMS:
+        if platform.name == name:
+            return platform
+    known = ", ".join(p.name for p in PLATFORMS)
+    raise UsageError(f"Unknown platform {name!r}; this tool knows {known}.")
+
+
+def active(settings: Settings) -> Platform:
+    """The configured platform, or with `auto` the first one this host has."""
+    if settings.platform != "auto":
+        return get(settings.platform)
+    return next(p for p in PLATFORMS if p.present())
+
+
+def names() -> list[str]:
+    return [platform.name for platform in PLATFORMS]
+
+
+def on(settings: Settings, platform: str) -> Settings:
+    """`settings` as if `platform` were the active one (its own default base image)."""
+    if active(settings).name == platform:
+        return settings
+    return settings.model_copy(update={"platform": platform, "base_image": None})

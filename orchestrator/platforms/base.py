@@ -1,0 +1,238 @@
+"""The platform interface: everything that differs between building and running for a
+ROCm GPU and for the CPU, behind one small class (ReFrame keeps its container
+platforms behind an interface the same way).
+
+A platform answers two sets of questions. Building: which base image and GROMACS
+source by default, the builder template's values, the stable compiler and build name,
+the CMake flags, and what a finished build must report. Running: which engine options
+a container needs, how the profiler wraps mdrun, what to check before a run, where the
+per-category breakdown comes from, and what to record about the host's devices.
+Everything else is shared; adding a platform is adding one module like `cpu.py` and
+its templates (`<name>-base`, `gromacs-stable-<name>`, `gromacs-dev-<name>`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, Field
+
+from orchestrator.core.settings import GromacsSource, Settings
+from orchestrator.parsers.breakdown import KernelBreakdown
+from orchestrator.parsers.mdlog import MdLog
+
+#: A GROMACS image is the reference (`stable`) or one built with a compiler under test.
+Flavor = Literal["stable", "dev"]
+ProfileMode = Literal["none", "trace", "counters"]
+#: Runs a command in the builder image: (exit code, output).
+Probe = Callable[[list[str]], tuple[int, str]]
+
+#: Fixed paths inside every GROMACS build, so rebuilds embed identical strings; and
+#: mapped away in `__FILE__` and debug info, so the binaries do not depend on them at all.
+SOURCE_DIR = "/src/gromacs"
+BUILD_DIR = "/build/gromacs"
+PREFIX_MAP = f"-ffile-prefix-map={SOURCE_DIR}=. -ffile-prefix-map={BUILD_DIR}=build"
+
+#: Where `orchestrator base` puts the base images it makes with debootstrap.
+DEBOOTSTRAP_REPO = "gmxbench-base/debian"
+
+#: Host CPU flags each GMX_SIMD level needs (x86 from /proc/cpuinfo).
+SIMD_CPU_FLAGS: dict[str, set[str]] = {
+    "None": set(),
+    "SSE2": {"sse2"},
+    "SSE4.1": {"sse4_1"},
+    "AVX_128_FMA": {"avx", "fma4"},
+    "AVX_256": {"avx"},
+    "AVX2_128": {"avx2", "fma"},
+    "AVX2_256": {"avx2", "fma"},
+    "AVX_512": {"avx512f"},
+}
+
+
+class Compiler(BaseModel):
+    """The compiler of a build; `name` is its short id in tags (gcc12, clang16, llvm-d7fead0f)."""
+
+    name: str
+    cc: str
+    cxx: str
+    hip: str | None = None
+    version: str | None = None
+    toolchain_image: str | None = None
+    toolchain_id: str | None = None
+    llvm_commit: str | None = None
+    llvm_dirty: bool = False
+    package: str | None = None
+
+
+class BuildFacts(BaseModel):
+    """What a finished GROMACS image reports about itself, read before anything is tagged."""
+
+    version_info: dict[str, str] = Field(description="`gmx --version`'s `Key: value` lines")
+    compiler_version: str = Field(description="first line of the compiler's --version")
+    compiler_path: str = Field(description="the compiler under test, symlinks resolved")
+    reported_compiler: str = Field(description="the C++ compiler `gmx --version` names, resolved")
+    cmake_compilers: dict[str, str] = Field(description="CMAKE_*_COMPILER of the kept CMakeCache")
+    source_sha256: str | None = None
+    packages: dict[str, str] = Field(default_factory=dict)
+
+
+class DeviceInfo(BaseModel):
+    """The host's accelerators as a run records them (none on the CPU platform)."""
+
+    gpu_model: str | None = None
+    gpu_driver: str | None = None
+    gpu_perf_level: str | None = None
+    warnings: list[str] = Field(default_factory=list)
+
+
+@dataclass
+class ContainerOptions:
+    """The engine options a platform adds to every run container."""
+
+    devices: list[str] = field(default_factory=list)
+    group_add: list[str] = field(default_factory=list)
+    security_opt: list[str] = field(default_factory=list)
+    environment: dict[str, str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    def engine_kwargs(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.devices:
+            out["devices"] = self.devices
+        if self.group_add:
+            out["group_add"] = self.group_add
+        if self.security_opt:
+            out["security_opt"] = self.security_opt
+        return out
+
+
+class Platform(ABC):
+    """One platform's answers; instances hold no settings, methods take what they need."""
+
+    name: ClassVar[str]
+    default_base: ClassVar[str]
+    default_gromacs: ClassVar[GromacsSource]
+    #: What `gmx --version` says after "GPU support:" for a build of this platform.
+    gpu_support: ClassVar[str]
+    #: Whether a run selects a device (`--device`) and records it.
+    has_devices: ClassVar[bool] = False
+    #: Where the compiler of example dev renders comes from: an LLVM commit (the main
+    #: use) or a distribution package.
+    example_toolchain: ClassVar[Literal["llvm", "package"]] = "llvm"
+
+    # Building ------------------------------------------------------------------------
+
+    @abstractmethod
+    def present(self) -> bool:
+        """True when this host can run this platform's images (`ORCH_PLATFORM=auto`)."""
+
+    def base_image(self, settings: Settings) -> str:
+        return settings.base_image or self.default_base
+
+    def gromacs_source(self, settings: Settings) -> GromacsSource:
+        return settings.gromacs or self.default_gromacs
+
+    @abstractmethod
+    def builder_context(self, settings: Settings) -> dict[str, Any]:
+        """Template values of `<name>-base` (always `base_image`)."""
+
+    def gromacs_values(self, settings: Settings) -> dict[str, Any]:
+        """Template values of this platform's GROMACS templates beyond the shared ones."""
+        return {}
+
+    def record_values(self, settings: Settings) -> dict[str, Any]:
+        """Image record fields only this platform pins in every image (the ROCm version)."""
+        return {}
+
+    def gpu_target(self, settings: Settings) -> str | None:
+        """The GPU target GROMACS is compiled for; None without a GPU."""
+        return None
+
+    @abstractmethod
+    def stable_compiler(self, settings: Settings, probe: Probe) -> Compiler:
+        """The reference compiler, the one the stable image is built with."""
+
+    @abstractmethod
+    def stable_build_name(self, settings: Settings, compiler: Compiler) -> str: ...
+
+    @abstractmethod
+    def compiler_under_test(self, compiler: Compiler) -> str:
+        """The compiler of `compiler` that this platform's kernels go through."""
+
+    @abstractmethod
+    def cmake_flags(
+        self, settings: Settings, flavor: Flavor, compiler: Compiler, prefix: str
+    ) -> list[str]:
+        """The exact CMake arguments; `common_cmake_flags` has the shared ones."""
+
+    @abstractmethod
+    def compiler_problems(self, facts: BuildFacts, compiler: Compiler) -> list[str]:
+        """Why the finished build was not made with `compiler` (empty when it was)."""
+
+    @abstractmethod
+    def recorded_compiler(self, facts: BuildFacts, compiler: Compiler) -> str:
+        """The compiler path an image record names."""
+
+    # Running -------------------------------------------------------------------------
+
+    def container_options(self, device: int) -> ContainerOptions:
+        return ContainerOptions()
+
+    def wrap(self, mdrun: list[str], profile: ProfileMode, workdir: str) -> list[str]:
+        """mdrun under the profiler, which writes below `workdir` (the run dir in the container)."""
+        return mdrun
+
+    def preflight(
+        self, simd: str | None, gpu_arch: str | None, options: ContainerOptions
+    ) -> list[str]:
+        """Problems that would make a run fail or lie, found before any container starts."""
+        problems = list(options.problems)
+        missing = SIMD_CPU_FLAGS.get(simd or "None", set()) - host_cpu_flags()
+        if simd and missing and os.uname().machine == "x86_64":
+            problems.append(
+                f"the image was built for GMX_SIMD={simd} but this CPU lacks "
+                f"{', '.join(sorted(missing))}; "
+                f"rebuild with ORCH_SIMD set to a level this host supports (e.g. AVX_256 or SSE4.1)"
+            )
+        return problems
+
+    @abstractmethod
+    def breakdown(self, md: MdLog, run_dir: Path, profile: ProfileMode) -> KernelBreakdown | None:
+        """Time per category of a finished run; None when this run cannot tell."""
+
+    def profile_breakdown(self, run_dir: Path) -> KernelBreakdown | None:
+        """The breakdown of whatever this platform's profiler left in `run_dir`, if anything."""
+        return None
+
+    def devices(self, sys_root: Path) -> DeviceInfo:
+        return DeviceInfo()
+
+
+def common_cmake_flags(settings: Settings, prefix: str) -> list[str]:
+    """The CMake arguments every platform's GROMACS build shares (the field report's recipe)."""
+    return [
+        f"-DCMAKE_C_FLAGS={PREFIX_MAP}",
+        f"-DCMAKE_CXX_FLAGS={PREFIX_MAP}",
+        "-DGMX_MPI=OFF",
+        "-DGMX_OPENMP=ON",
+        "-DGMX_BUILD_OWN_FFTW=OFF",
+        f"-DCMAKE_INSTALL_PREFIX={prefix}",
+        "-DGMX_DOUBLE=OFF",
+        f"-DGMX_SIMD={settings.simd}",
+        "-DGMX_USE_RDTSCP=ON",
+    ]
+
+
+def host_cpu_flags() -> set[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    match = re.search(r"^flags\s*:\s*(.*)$", text, re.MULTILINE)
+    return set(match.group(1).split()) if match else set()

@@ -1,0 +1,93 @@
+"""The CPU platform: GROMACS without GPU; md.log's cycle accounting is the breakdown.
+
+It is a product feature (x86 backend work, CPU-only sites) and the path on which
+whole runs happen on a machine without a GPU.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+from orchestrator.core.errors import UserError
+from orchestrator.core.settings import GromacsSource, Settings
+from orchestrator.parsers.breakdown import KernelBreakdown
+from orchestrator.parsers.mdlog import MdLog, cycle_breakdown
+from orchestrator.platforms.base import (
+    DEBOOTSTRAP_REPO,
+    BuildFacts,
+    Compiler,
+    Flavor,
+    Platform,
+    Probe,
+    ProfileMode,
+    common_cmake_flags,
+)
+
+
+class CpuPlatform(Platform):
+    """No devices, no profiler; the compiler under test is the C++ compiler."""
+
+    name = "cpu"
+    default_base = f"{DEBOOTSTRAP_REPO}:bookworm"
+    #: Debian's source package: `apt-get source gromacs` yields the upstream tarball.
+    default_gromacs: ClassVar[GromacsSource] = GromacsSource(url="deb-src:gromacs", ref="2022.5")
+    gpu_support = "disabled"
+    example_toolchain = "package"
+
+    def present(self) -> bool:
+        return True
+
+    def builder_context(self, settings: Settings) -> dict[str, Any]:
+        return {"base_image": self.base_image(settings)}
+
+    def stable_compiler(self, settings: Settings, probe: Probe) -> Compiler:
+        """The distribution's default `c++`, named by family and major version (gcc12)."""
+        code, out = probe(["sh", "-c", "c++ -dumpversion && c++ --version | head -n1"])
+        if code != 0:
+            raise UserError(f"The builder base has no working c++: {out.strip()[:300]}")
+        major, version = out.splitlines()[0].split(".")[0], out.splitlines()[1]
+        family = "clang" if "clang" in version.lower() else "gcc"
+        return Compiler(name=f"{family}{major}", cc="cc", cxx="c++", version=version)
+
+    def stable_build_name(self, settings: Settings, compiler: Compiler) -> str:
+        return f"stable-cpu-{compiler.name}"
+
+    def compiler_under_test(self, compiler: Compiler) -> str:
+        return compiler.cxx
+
+    def cmake_flags(
+        self, settings: Settings, flavor: Flavor, compiler: Compiler, prefix: str
+    ) -> list[str]:
+        return [
+            "-G",
+            "Ninja",
+            "-DCMAKE_BUILD_TYPE=Release",
+            f"-DCMAKE_C_COMPILER={compiler.cc}",
+            f"-DCMAKE_CXX_COMPILER={compiler.cxx}",
+            "-DGMX_GPU=OFF",
+            *common_cmake_flags(settings, prefix),
+            "-DBUILD_TESTING=OFF",
+            "-DGMXAPI=OFF",
+            "-DGMX_INSTALL_NBLIB_API=OFF",
+        ]
+
+    def compiler_problems(self, facts: BuildFacts, compiler: Compiler) -> list[str]:
+        if facts.reported_compiler != facts.compiler_path:
+            reported = facts.version_info.get("C++ compiler")
+            return [f"C++ compiler is {reported!r}, asked for {compiler.cxx}"]
+        return []
+
+    def recorded_compiler(self, facts: BuildFacts, compiler: Compiler) -> str:
+        return facts.compiler_path or compiler.cxx
+
+    def wrap(self, mdrun: list[str], profile: ProfileMode, workdir: str) -> list[str]:
+        if profile == "counters":
+            raise UserError(
+                "--profile=counters needs rocprof-compute and a GPU (ORCH_PLATFORM=rocm); on the "
+                "CPU platform use --profile=trace, which records md.log's cycle accounting."
+            )
+        return mdrun
+
+    def breakdown(self, md: MdLog, run_dir: Path, profile: ProfileMode) -> KernelBreakdown | None:
+        return cycle_breakdown(md)

@@ -1,0 +1,1 @@
+"""Results: statistics, comparisons of run groups, the report and the webhook."""

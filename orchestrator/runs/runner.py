@@ -1,0 +1,276 @@
+"""One run: one container of one image on one system, with a tag (the field report's gmxrun).
+
+The run directory (`store.RunStore`) is mounted at /run; mdrun writes there, and the
+host gets `result.json` whatever happens: a finished run with its numbers, or an
+unfinished one with its failure. No container outlives the run.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from orchestrator.core import engine
+from orchestrator.core.engine import Client
+from orchestrator.core.errors import UserError
+from orchestrator.core.events import Caution, Emit, Event, ignore
+from orchestrator.core.settings import Settings
+from orchestrator.images.gromacs import gromacs_ref
+from orchestrator.images.provenance import container_labels, label
+from orchestrator.parsers.mdlog import MdLog, parse_mdlog
+from orchestrator.platforms import active, get
+from orchestrator.platforms.base import Platform, ProfileMode
+from orchestrator.runs import store
+from orchestrator.runs.hostinfo import collect as collect_host
+from orchestrator.runs.inputs import fetch_inputs
+from orchestrator.runs.recipe import ResolvedSystem, load_recipe
+from orchestrator.runs.store import ImageRef, RunResult, RunStore
+
+
+@dataclass(frozen=True)
+class RunStarted(Event):
+    """A run's container is about to start; its record is on disk."""
+
+    result: RunResult
+
+
+@dataclass(frozen=True)
+class RunEnded(Event):
+    """A run ended, finished or not; `log_tail` says why when it did not finish."""
+
+    result: RunResult
+    log_tail: str = ""
+
+
+@dataclass
+class RunRequest:
+    build: str
+    system: str | None = None
+    tag: str | None = None
+    profile: ProfileMode = "none"
+    mdrun_args: list[str] = field(default_factory=list)
+    steps: int | None = None
+    device: int = 0
+    timeout: float = 3600.0
+    inputs_dir: Path | None = None
+    llvm_commit: str | None = None
+
+
+@dataclass
+class Plan:
+    """Everything decided before a container starts; `--dry-run` prints it."""
+
+    request: RunRequest
+    system: ResolvedSystem
+    image_tag: str
+    image_id: str
+    labels: dict[str, str]
+    build_name: str
+    platform: Platform
+    run_dir: Path
+    tag: str
+    steps: int
+    ntomp: int
+    mdrun: list[str]
+    script: str
+    container: dict[str, Any]
+    problems: list[str]
+
+
+def mdrun_command(
+    ntomp: int, steps: int, recipe_args: list[str], user_args: list[str]
+) -> list[str]:
+    cmd = ["gmx", "mdrun", "-v", "-deffnm", store.DEFFNM, "-ntmpi", "1", "-ntomp", str(ntomp)]
+    cmd += ["-pin", "on"]
+    if "-resetstep" not in user_args:
+        cmd.append("-resethway")
+    if "-nsteps" not in user_args:
+        cmd += ["-nsteps", str(steps)]
+    return cmd + [a for a in recipe_args if a not in user_args] + user_args
+
+
+def _user_steps(args: list[str]) -> int | None:
+    if "-nsteps" in args:
+        i = args.index("-nsteps")
+        if i + 1 < len(args) and args[i + 1].lstrip("-").isdigit():
+            return int(args[i + 1])
+    return None
+
+
+def plan_run(client: Client, settings: Settings, req: RunRequest) -> Plan:
+    ref = gromacs_ref(req.build)
+    image = engine.image(client, ref)
+    if image is None:
+        raise UserError(
+            f"Image {ref} is not in the engine. Build it first: `nox -s build -- stable` "
+            f"(or `nox -s build -- dev --toolchain <image>`); `nox -s images` lists what exists."
+        )
+    labels = image.labels
+    build_name = labels.get(label("build")) or req.build
+    platform_name = labels.get(label("platform"))
+    platform = get(platform_name) if platform_name else active(settings)
+    system = load_recipe(req.system, settings.recipes_dirs)
+    steps = _user_steps(req.mdrun_args) or req.steps or system.default_steps
+    tag = req.tag or datetime.now(UTC).strftime("run-%Y%m%d-%H%M%S")
+    run_dir = RunStore(settings.results_dir).path(store.run_id(build_name, system.name, tag))
+    ntomp = settings.jobs
+    mdrun = mdrun_command(ntomp, steps, system.mdrun_args, req.mdrun_args)
+    wrapped = platform.wrap(mdrun, req.profile, store.CONTAINER_DIR)
+    script = (
+        "#!/bin/sh\n# written by gmxbench: prepare topol.tpr, then mdrun\n"
+        f"cd {store.CONTAINER_DIR}\n"
+        f"date +%s.%N > {store.TIMES_FILE}\n"
+        + system.setup_script(f"{store.CONTAINER_DIR}/{store.INPUTS_DIR}", steps)
+        + f"date +%s.%N >> {store.TIMES_FILE}\n"
+        + "exec "
+        + shlex.join(wrapped)
+        + "\n"
+    )
+    options = platform.container_options(req.device)
+    container: dict[str, Any] = {
+        "image": image.id,
+        "image_tag": ref,
+        "command": ["sh", f"{store.CONTAINER_DIR}/{store.SCRIPT_FILE}"],
+        "working_dir": store.CONTAINER_DIR,
+        "volumes": {str(run_dir.resolve()): {"bind": store.CONTAINER_DIR, "mode": "rw"}},
+        "environment": {"OMP_NUM_THREADS": str(ntomp), **options.environment},
+        "labels": container_labels("run", run_dir.name),
+        "network_disabled": True,
+        **options.engine_kwargs(),
+    }
+    problems = platform.preflight(labels.get(label("simd")), labels.get(label("gpu_arch")), options)
+    return Plan(req, system, ref, image.id, labels, build_name, platform, run_dir, tag,
+                steps, ntomp, mdrun, script, container, problems)  # fmt: skip
+
+
+def dry_run_text(plan: Plan) -> str:
+    shown = {**plan.container, "run_dir": str(plan.run_dir), "run.sh": plan.script}
+    if plan.problems:
+        shown["preflight_problems"] = plan.problems
+    return json.dumps(shown, indent=2)
+
+
+def _prepare(settings: Settings, plan: Plan, run_dir: Path, emit: Emit) -> None:
+    """The inputs copy and run.sh in a new run directory."""
+    if not plan.system.generated:
+        inputs = fetch_inputs(
+            plan.system, settings.cache_dir, inputs_dir=plan.request.inputs_dir, emit=emit
+        )
+        assert inputs is not None
+        for rel in plan.system.required_files():
+            target = run_dir / store.INPUTS_DIR / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(inputs / rel, target)
+    (run_dir / store.SCRIPT_FILE).write_text(plan.script)
+
+
+def execute(client: Client, settings: Settings, plan: Plan, emit: Emit = ignore) -> RunResult:
+    """Run the plan; always leaves result.json and never a container.
+
+    Ctrl-C stops the container, records the run as unfinished, then interrupts the
+    caller as it would have without us (KeyboardInterrupt).
+    """
+    if plan.problems:
+        raise UserError(
+            "Preflight failed, no container was started: " + "; ".join(plan.problems) + "."
+        )
+    runs = RunStore(settings.results_dir)
+    run_dir = runs.create(plan.run_dir.name)
+    try:
+        _prepare(settings, plan, run_dir, emit)
+    except BaseException:
+        shutil.rmtree(run_dir, ignore_errors=True)  # nothing half-made is left
+        raise
+    host = collect_host(plan.platform)
+    for warning in host.warnings:
+        emit(Caution(warning))
+    labels = plan.labels
+    result = RunResult(
+        run_id=run_dir.name,
+        build=plan.build_name,
+        system=plan.system.name,
+        tag=plan.tag,
+        platform=plan.platform.name,
+        timestamp=datetime.now(UTC).isoformat(timespec="seconds"),
+        profile_mode=plan.request.profile,
+        llvm_commit=plan.request.llvm_commit or labels.get(label("llvm_commit")),
+        compiler=labels.get(label("compiler")),
+        compiler_version=labels.get(label("compiler_version")),
+        image=ImageRef(tag=plan.image_tag, id=plan.image_id, labels=labels),
+        host=host,
+        command=plan.mdrun,
+        mdrun_args=plan.request.mdrun_args,
+        steps=plan.steps,
+        ntomp=plan.ntomp,
+        device=plan.request.device if plan.platform.has_devices else None,
+    )
+    runs.save(run_dir, result)
+    emit(RunStarted(f"{result.run_id} started", result))
+    started, interrupted = time.monotonic(), False
+    config = {k: v for k, v in plan.container.items() if k != "image_tag"}
+    try:
+        code = engine.run(
+            client, config, name=f"gmxbench-{run_dir.name}", timeout=plan.request.timeout,
+            logs=(run_dir / store.STDOUT_FILE, run_dir / store.STDERR_FILE), emit=emit,
+        )  # fmt: skip
+        failure = None if code == 0 else f"mdrun exited with code {code}"
+        if code is None:
+            failure = f"timed out after {plan.request.timeout:.0f} s: container killed"
+    except KeyboardInterrupt:
+        code, failure, interrupted = None, "interrupted (Ctrl-C): container stopped", True
+    result.duration_seconds = round(time.monotonic() - started, 3)
+    result.return_code, result.failure = code, failure
+    md = _fill_from_log(result, run_dir)
+    if result.finished and md is not None:
+        _write_breakdown(result, plan, run_dir, md)
+    runs.save(run_dir, result)
+    tail = "" if result.finished else store.log_tail(run_dir)
+    emit(RunEnded(f"{result.run_id} ended", result, tail))
+    if interrupted:
+        raise KeyboardInterrupt
+    return result
+
+
+def _fill_from_log(result: RunResult, run_dir: Path) -> MdLog | None:
+    """Numbers from md.log into the result; the parsed log for the breakdown, if any."""
+    log_path = run_dir / store.LOG_NAMES[0]
+    if not log_path.exists():
+        result.failure = result.failure or "mdrun wrote no topol.log"
+        return None
+    try:
+        md = parse_mdlog(log_path)
+    except UserError as exc:
+        result.failure = result.failure or exc.message
+        return None
+    result.setup_seconds = store.setup_seconds(run_dir)
+    result.gmx_version = md.gmx_version
+    result.atoms = md.atoms
+    result.pme_grid = md.pme_grid
+    result.coulomb_cutoff = md.coulomb_cutoff
+    result.energies = md.energies
+    ok = result.return_code == 0 and md.finished and md.ns_per_day is not None
+    result.finished = bool(ok)
+    if ok:
+        result.ns_per_day, result.hour_per_ns = md.ns_per_day, md.hour_per_ns
+        result.mdrun_wall_seconds = md.wall_seconds
+    elif result.failure is None:
+        result.failure = "mdrun did not report performance (run incomplete)"
+    return md
+
+
+def _write_breakdown(result: RunResult, plan: Plan, run_dir: Path, md: MdLog) -> None:
+    """kernel_result.json from wherever this platform's breakdown comes from."""
+    try:
+        breakdown = plan.platform.breakdown(md, run_dir, plan.request.profile)
+    except UserError as exc:
+        result.finished, result.failure = False, f"no kernel breakdown: {exc.message}"
+        result.ns_per_day = result.hour_per_ns = None
+        return
+    if breakdown is not None:
+        RunStore.save_breakdown(run_dir, breakdown)

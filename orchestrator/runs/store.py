@@ -1,0 +1,235 @@
+"""The run store: the one module that knows how runs lie on disk (asv's `results.py`).
+
+    results/<build>__<system>__<tag>/      one run (`run_id`), mounted at /run
+        result.json                        `RunResult`, written at start and at the end
+        kernel_result.json                 the per-category breakdown of a finished run
+        run.sh, topol.*, stdout.log, stderr.log, inputs/, and what the profiler wrote
+
+Repeats of one measurement are a group: tags `<tag>-r1`, `<tag>-r2`, …; the group is
+named by `<build>__<system>__<tag>`. A run that did not finish is recorded with
+`finished: false`, its failure and no ns/day: a failed run is never a number.
+Everything else (runner, bench, compare, the `parse` command) asks this module.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from orchestrator.core.errors import UsageError, UserError
+from orchestrator.core.files import write_atomic
+from orchestrator.parsers import detect
+from orchestrator.parsers.breakdown import KernelBreakdown
+from orchestrator.parsers.mdlog import parse_mdlog
+from orchestrator.platforms import PLATFORMS
+from orchestrator.runs.hostinfo import HostInfo
+
+RESULT_FILE = "result.json"
+KERNEL_FILE = "kernel_result.json"
+SCRIPT_FILE = "run.sh"
+INPUTS_DIR = "inputs"
+STDOUT_FILE, STDERR_FILE = "stdout.log", "stderr.log"
+#: run.sh writes the start of input preparation and of mdrun here (container clock).
+TIMES_FILE = ".gmxbench-times"
+#: mdrun's `-deffnm`: md.log is `topol.log`, the run input `topol.tpr`.
+DEFFNM = "topol"
+#: The md.log of a run directory: ours, or mdrun's default name in a run made by hand.
+LOG_NAMES = (f"{DEFFNM}.log", "md.log")
+#: Where a run directory is mounted in its container.
+CONTAINER_DIR = "/run"
+#: The tag that marks the baseline runs of a build and system.
+BASELINE_TAG = "kernel-baseline"
+
+
+class ImageRef(BaseModel):
+    tag: str
+    id: str
+    labels: dict[str, str] = Field(default_factory=dict)
+
+
+class RunResult(BaseModel):
+    """One mdrun of one build on one system, with everything needed to trust or re-run it.
+
+    Schema 2 added `energies`; `RunStore.finished` reads them from md.log for schema 1.
+    """
+
+    schema_version: int = 2
+    run_id: str
+    build: str
+    system: str
+    tag: str
+    platform: str
+    timestamp: str
+    finished: bool = False
+    failure: str | None = None
+    return_code: int | None = None
+    duration_seconds: float | None = None
+    gmx_version: str | None = None
+    ns_per_day: float | None = None
+    hour_per_ns: float | None = None
+    mdrun_wall_seconds: float | None = None
+    setup_seconds: float | None = None
+    profile_mode: str = "none"
+    llvm_commit: str | None = None
+    compiler: str | None = None
+    compiler_version: str | None = None
+    image: ImageRef
+    host: HostInfo
+    command: list[str]
+    mdrun_args: list[str] = Field(default_factory=list)
+    steps: int | None = None
+    atoms: int | None = None
+    ntomp: int | None = None
+    device: int | None = None
+    pme_grid: list[int] | None = None
+    coulomb_cutoff: float | None = None
+    #: Average energies of the run (kJ/mol) from md.log, for the validity check.
+    energies: dict[str, float] | None = None
+
+
+@dataclass
+class Run:
+    """A run as compare reads it: its directory, its record and its breakdown."""
+
+    path: Path
+    result: RunResult
+    breakdown: KernelBreakdown | None
+
+
+def run_id(build: str, system: str, tag: str) -> str:
+    safe_system = system.replace(":", "-").replace("/", "-")
+    return f"{build}__{safe_system}__{tag}"
+
+
+def repeat_tag(tag: str, repeat: int, repeats: int) -> str:
+    """The tag of repeat `repeat` (1-based) of `repeats`: the tag itself for a single run."""
+    return tag if repeats == 1 else f"{tag}-r{repeat}"
+
+
+def log_file(run_dir: Path) -> Path | None:
+    """The run's md.log, if it wrote one."""
+    return next((run_dir / n for n in LOG_NAMES if (run_dir / n).is_file()), None)
+
+
+def log_tail(run_dir: Path, lines: int = 20) -> str:
+    """The end of the most telling log a run left: stderr, then md.log, then stdout."""
+    for name in (STDERR_FILE, f"{DEFFNM}.log", STDOUT_FILE):
+        path = run_dir / name
+        if path.exists() and path.stat().st_size:
+            return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    return "(no log)"
+
+
+def setup_seconds(run_dir: Path) -> float | None:
+    """How long input preparation took inside the container (from `TIMES_FILE`)."""
+    path = run_dir / TIMES_FILE
+    times = path.read_text().split() if path.exists() else []
+    return round(float(times[1]) - float(times[0]), 3) if len(times) == 2 else None
+
+
+class RunStore:
+    """The run directories under one results folder."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def path(self, run: str) -> Path:
+        return self.root / run
+
+    def create(self, run: str) -> Path:
+        """A new, empty run directory; an existing one is never reused."""
+        run_dir = self.path(run)
+        if run_dir.exists():
+            raise UserError(
+                f"Run directory {run_dir} already exists; runs are never overwritten. "
+                f"Pick another tag (the third argument) or move the old run away."
+            )
+        run_dir.mkdir(parents=True)
+        return run_dir
+
+    @staticmethod
+    def save(run_dir: Path, result: RunResult) -> Path:
+        return write_atomic(run_dir / RESULT_FILE, result.model_dump_json(indent=2) + "\n")
+
+    @staticmethod
+    def load(run_dir: Path) -> RunResult:
+        return RunResult.model_validate_json((run_dir / RESULT_FILE).read_text())
+
+    @staticmethod
+    def save_breakdown(run_dir: Path, breakdown: KernelBreakdown) -> Path:
+        return write_atomic(run_dir / KERNEL_FILE, breakdown.model_dump_json(indent=2) + "\n")
+
+    @staticmethod
+    def breakdown(run_dir: Path) -> KernelBreakdown | None:
+        path = run_dir / KERNEL_FILE
+        return KernelBreakdown.model_validate_json(path.read_text()) if path.exists() else None
+
+    def resolve(self, spec: str) -> list[Path]:
+        """A run directory, a run id, or a group `<build>__<system>__<tag>` (tag, tag-rN)."""
+        path = Path(spec)
+        for candidate in (path, self.root / spec):
+            if (candidate / RESULT_FILE).exists():
+                return [candidate]
+        found = self.group(path.name)
+        if not found:
+            raise UsageError(
+                f"No runs match {spec!r} in {self.root}: give a run directory, a run id "
+                f"(<build>__<system>__<tag>) or a group prefix whose runs are tagged <tag>-r<N>."
+            )
+        return found
+
+    def group(self, name: str) -> list[Path]:
+        """The runs of group `name`: the run of that id and its repeats, in order."""
+        pattern = re.compile(re.escape(name) + r"(-r\d+)?")
+        return sorted(
+            p
+            for p in self.root.glob(name + "*")
+            if pattern.fullmatch(p.name) and (p / RESULT_FILE).exists()
+        )
+
+    def finished(self, spec: str) -> list[Run]:
+        """The finished runs `spec` names, with their breakdowns; failed runs are skipped."""
+        runs = []
+        for path in self.resolve(spec):
+            result = self.load(path)
+            if result.finished and result.ns_per_day is not None:
+                if result.schema_version < 2 and (log := log_file(path)) is not None:
+                    result.energies = parse_mdlog(log).energies  # recorded before schema 2
+                runs.append(Run(path, result, self.breakdown(path)))
+        if not runs:
+            raise UsageError(f"{spec!r} has no finished runs to compare (failed runs are skipped).")
+        return runs
+
+
+def inspect(path: Path) -> dict[str, Any]:
+    """Whatever `path` holds (md.log, rocprof CSV or folder, run directory) as a JSON dict."""
+    if not path.exists():
+        raise UsageError(
+            f"{path} does not exist. Pass an md.log, a rocprof CSV, a rocprof output "
+            "directory or a run directory (with topol.log)."
+        )
+    if path.is_file():
+        return detect.parse_file(path)
+    if not path.is_dir():
+        raise UsageError(f"{path} is neither a file nor a directory. Pass a log, CSV or folder.")
+    log = log_file(path)
+    if log is not None:
+        profiled = (p.profile_breakdown(path) for p in PLATFORMS)
+        gpu = next((b for b in profiled if b is not None), None)
+        return {
+            "kind": "run",
+            "path": str(path),
+            **detect.mdlog_dict(log),
+            "gpu_breakdown": gpu.model_dump(mode="json") if gpu else None,
+        }
+    profile = detect.parse_profile_dir(path)
+    if profile is not None:
+        return profile
+    raise UserError(
+        f"{path} holds neither a run (topol.log or md.log) nor rocprof kernel CSVs "
+        "(*kernel_trace.csv, *kernel_stats.csv, results.stats.csv). Pass one of those."
+    )

@@ -1,0 +1,1 @@
+"""Workflows: the pipelines the commands run (bench, rebuild, share); they return values."""

@@ -1,0 +1,35 @@
+"""Building images on request: `build stable|dev|toolchain` and the toolchain of a bench.
+
+A dev build needs a compiler; it comes from an existing toolchain image, a distribution
+package (`--package clang-16`) or an LLVM commit (`--llvm d7fead0f`, or a checkout path
+for the working tree as it is).
+"""
+
+from __future__ import annotations
+
+from orchestrator.core.engine import Client
+from orchestrator.core.errors import UsageError
+from orchestrator.core.events import Emit, ignore
+from orchestrator.core.settings import Settings
+from orchestrator.images.toolchain_llvm import ensure_toolchain_llvm
+from orchestrator.images.toolchain_package import ensure_toolchain_package
+
+
+def toolchain_for(
+    client: Client,
+    settings: Settings,
+    *,
+    llvm: str | None = None,
+    package: str | None = None,
+    toolchain: str | None = None,
+    rebuild: bool = True,
+    emit: Emit = ignore,
+) -> str | None:
+    """The toolchain image tag for at most one of `llvm`, `package`, `toolchain`."""
+    if len([x for x in (llvm, package, toolchain) if x]) > 1:
+        raise UsageError("Give at most one of --llvm, --toolchain and --package.")
+    if llvm:
+        return ensure_toolchain_llvm(client, settings, llvm, rebuild=rebuild, emit=emit)
+    if package:
+        return ensure_toolchain_package(client, settings, package, emit)
+    return toolchain

@@ -1,0 +1,238 @@
+"""Historical rebuilds: build a GROMACS image again from its lockfile, then compare.
+
+The lockfile holds the exact Dockerfile and pins every `FROM` image to the id it had,
+so the rebuild compiles the same source (sha256-checked) with the same compiler and
+flags at the same paths. Every step runs again (no layer cache): the point is to
+show that the build is reproducible, file by file, not to reuse the old layers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+from tabulate import tabulate
+
+from orchestrator.core import engine
+from orchestrator.core.engine import Client
+from orchestrator.core.errors import UserError
+from orchestrator.core.events import Emit, Message, ignore
+from orchestrator.core.files import write_atomic
+from orchestrator.core.settings import Settings
+from orchestrator.images.catalog import label_and_tag, now_iso, probe
+from orchestrator.images.gromacs import (
+    ensure_lockfile,
+    gromacs_ref,
+    parse_version_info,
+    record_of,
+)
+from orchestrator.images.provenance import (
+    LOCK_LABEL,
+    Lockfile,
+    image_file,
+    load_lockfile,
+    lockfile_path,
+    parse_lockfile,
+    save_lockfile,
+)
+from orchestrator.images.render import render, uses_buildkit
+
+REBUILD_REPO = "gmxbench-rebuild"
+SHOWN = 20
+
+#: sha256 of every regular file under the prefix, and the target of every symlink.
+MANIFEST_SCRIPT = (
+    "cd {prefix} && find . -type f -exec sha256sum {{}} + "
+    "&& find . -type l -printf '%l  %p\\n' | sed 's/^/link:/'"
+)
+
+
+class FileDiff(BaseModel):
+    path: str
+    original: str | None
+    rebuilt: str | None
+
+
+class RebuildReport(BaseModel):
+    """What `rebuild` found; saved next to the lockfile as `<tag>.rebuild.json`."""
+
+    tag: str
+    lockfile: str
+    original_id: str | None
+    rebuilt_id: str
+    rebuilt_tag: str
+    created: str
+    prefix: str
+    files_compared: int = 0
+    identical: bool | None = None
+    differing: list[FileDiff] = Field(default_factory=list)
+    version_mismatches: dict[str, list[str | None]] = Field(default_factory=dict)
+
+
+def find_lockfile(client: Client, settings: Settings, target: str) -> Lockfile:
+    """The lockfile of `target`: a lockfile path, or an image tag (results dir, then label)."""
+    path = Path(target)
+    if target.endswith(".json") or path.is_file():
+        if not path.is_file():
+            raise UserError(f"Lockfile {target} does not exist. Pass an image tag or a lockfile.")
+        hint = f"Lockfiles live in {settings.results_dir / 'images'}."
+        return parse_lockfile(path.read_text(), target, hint=hint)
+    tag = gromacs_ref(target)
+    image = engine.image(client, tag)
+    if image is not None and LOCK_LABEL in image.labels:
+        record = record_of(image)  # `dev-current` → the build's own tag
+        ensure_lockfile(settings.results_dir, image, record)
+        tag = record.tag
+    saved = lockfile_path(settings.results_dir, tag)
+    if saved.is_file():
+        return load_lockfile(saved)
+    raise UserError(
+        f"No lockfile for {tag}: it is neither in {saved.parent} nor on an image of that "
+        f"name. List what can be rebuilt with `nox -s images`, or pass a lockfile path."
+    )
+
+
+def dockerfile_of(lock: Lockfile, client: Client) -> str:
+    """The exact Dockerfile that was built, with each parent pinned to its recorded id."""
+    text = lock.dockerfile
+    if text is None:
+        try:
+            text = render(lock.template, lock.context)
+        except UserError:
+            text = ""  # the template now needs values the old context lacks: changed
+        if hashlib.sha256(text.encode()).hexdigest() != lock.dockerfile_sha256:
+            raise UserError(
+                f"The lockfile of {lock.record.tag} predates stored Dockerfiles and the "
+                f"template {lock.template} has changed since, so the original Dockerfile "
+                "cannot be recovered. Check out the orchestrator version that built it."
+            )
+    for tag, image_id in lock.parents.items():
+        if engine.image(client, image_id) is None:
+            raise UserError(
+                f"The rebuild of {lock.record.tag} needs its parent image {tag} exactly as it "
+                f"was ({image_id[:19]}), and this engine does not have it. Load it with "
+                "`nox -s share -- load <archive>` of this image (archives carry their "
+                "parents), or rebuild on the machine that has it."
+            )
+        text = re.sub(rf"^FROM {re.escape(tag)}(\s|$)", rf"FROM {image_id}\1", text, flags=re.M)
+    return text
+
+
+def installed_files(client: Client, image: str, prefix: str) -> dict[str, str]:
+    """`{path: sha256 or link:target}` for everything installed under `prefix`."""
+    script = MANIFEST_SCRIPT.format(prefix=prefix)
+    code, out = probe(client, image, ["sh", "-c", script], timeout=600)
+    if code != 0:
+        raise UserError(f"Could not list {prefix} in {image[:19]}: {out.strip()[:300]}")
+    files = {}
+    for line in out.splitlines():
+        digest, _, name = line.partition("  ")
+        if name:
+            files[name.removeprefix("./")] = digest
+    return files
+
+
+def diff_files(original: dict[str, str], rebuilt: dict[str, str]) -> list[FileDiff]:
+    return [
+        FileDiff(path=path, original=original.get(path), rebuilt=rebuilt.get(path))
+        for path in sorted(original.keys() | rebuilt.keys())
+        if original.get(path) != rebuilt.get(path)
+    ]
+
+
+def rebuild(client: Client, settings: Settings, target: str, emit: Emit = ignore) -> RebuildReport:
+    """Rebuild from the lockfile; compare with the original when it still exists.
+
+    When the original is gone, the rebuild takes its place (same tag, same labels,
+    new id) so historical results can be re-run.
+    """
+    lock = find_lockfile(client, settings, target)
+    record, prefix = lock.record, str(lock.context["prefix"])
+    dockerfile = dockerfile_of(lock, client)
+    original = engine.image(client, record.id) if record.id else None
+    emit(Message(f"rebuilding {record.tag} from its lockfile, every step again"))
+    rebuilt_id = engine.build(
+        client, dockerfile, what=f"rebuild of {record.tag}", nocache=True,
+        buildkit=uses_buildkit(dockerfile), emit=emit,
+    )  # fmt: skip
+    _, out = probe(client, rebuilt_id, ["gmx", "--version"])
+    version = parse_version_info(out)
+    mismatches = {
+        key: [wanted, version.get(key)]
+        for key, wanted in lock.gmx_version_info.items()
+        if version.get(key) != wanted
+    }
+    report = RebuildReport(
+        tag=record.tag,
+        lockfile=str(lockfile_path(settings.results_dir, record.tag)),
+        original_id=original.id if original is not None else None,
+        rebuilt_id=rebuilt_id,
+        rebuilt_tag=record.tag,
+        created=now_iso(),
+        prefix=prefix,
+        version_mismatches=mismatches,
+    )
+    if original is not None:
+        report.rebuilt_tag = f"{REBUILD_REPO}:{record.build}"
+        engine.tag(client, rebuilt_id, report.rebuilt_tag)
+        before = installed_files(client, original.id, prefix)
+        after = installed_files(client, rebuilt_id, prefix)
+        report.files_compared = len(before.keys() | after.keys())
+        report.differing = diff_files(before, after)
+        report.identical = not report.differing and not mismatches
+    elif mismatches:
+        raise UserError(
+            f"The rebuild of {record.tag} does not report what its lockfile recorded "
+            f"({', '.join(mismatches)} differ in `gmx --version`); nothing was tagged."
+        )
+    else:
+        restored = record.model_copy(update={"created": report.created})
+        restored.id = label_and_tag(
+            client, rebuilt_id, restored, [record.tag], emit, extra_labels=lock.embedded()
+        )
+        report.rebuilt_id = restored.id
+        save_lockfile(settings.results_dir, lock.model_copy(update={"record": restored}))
+    write_atomic(report_path(settings.results_dir, record.tag), report.model_dump_json(indent=2))
+    return report
+
+
+def report_path(results_dir: Path, tag: str) -> Path:
+    return image_file(results_dir, tag, ".rebuild.json")
+
+
+def summary(report: RebuildReport) -> str:
+    """The lines `rebuild` prints."""
+    if report.original_id is None:
+        return (
+            f"{report.tag} was not in the engine: rebuilt it from its lockfile as "
+            f"{report.rebuilt_id[:19]} (no original to compare with)."
+        )
+    lines = []
+    if report.identical:
+        lines.append(
+            f"identical: all {report.files_compared} files under {report.prefix} of the "
+            f"rebuild ({report.rebuilt_tag}) match {report.tag} (sha256)."
+        )
+    else:
+        lines.append(
+            f"NOT identical: {len(report.differing)} of {report.files_compared} files under "
+            f"{report.prefix} differ between {report.tag} and its rebuild {report.rebuilt_tag}:"
+        )
+        rows = [
+            [diff.path, _short(diff.original), _short(diff.rebuilt)]
+            for diff in report.differing[:SHOWN]
+        ]
+        lines.append(tabulate(rows, headers=["file", "original", "rebuild"]))
+        if len(report.differing) > SHOWN:
+            lines.append(f"… and {len(report.differing) - SHOWN} more (see the .rebuild.json)")
+        for key, (wanted, got) in report.version_mismatches.items():
+            lines.append(f"gmx --version {key}: {wanted!r} → {got!r}")
+    return "\n".join(lines)
+
+
+def _short(digest: str | None) -> str:
+    if digest is None:
+        return "missing"
+    return digest if digest.startswith("link:") else digest[:12]

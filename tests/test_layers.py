@@ -1,0 +1,123 @@
+"""The architecture as a test: layers import only downwards, and each concern has one home.
+
+The module graph is read from the source (every `import` and `from … import`, also
+those inside functions), so a lazy import cannot hide a cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "orchestrator"
+#: Lowest first; a module may import its own layer and the layers before it.
+LAYERS = ["core", "parsers", "platforms", "images", "runs", "results", "workflows", "cli"]
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _imports(name: str) -> set[str]:
+    """The project modules `name` imports (a `from pkg import sub` names the submodule)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(MODULES[name].read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                found.add(sub if sub in MODULES else node.module)
+    return {module for module in found if module in MODULES and module != name}
+
+
+GRAPH = {name: _imports(name) for name in MODULES}
+
+
+def _layer(module: str) -> int | None:
+    parts = module.split(".")
+    return LAYERS.index(parts[1]) if len(parts) > 1 and parts[1] in LAYERS else None
+
+
+def test_every_module_imports() -> None:
+    for name in MODULES:
+        if name != "orchestrator.__main__":
+            importlib.import_module(name)
+
+
+def test_no_import_cycles() -> None:
+    assert sum(map(len, GRAPH.values())) > 100  # the graph was read, not empty
+    done: set[str] = set()
+
+    def visit(module: str, path: list[str]) -> None:
+        if module in path:
+            cycle = [*path[path.index(module) :], module]
+            pytest.fail("import cycle: " + " → ".join(cycle))
+        if module in done:
+            return
+        for imported in sorted(GRAPH[module]):
+            visit(imported, [*path, module])
+        done.add(module)
+
+    for module in sorted(GRAPH):
+        visit(module, [])
+
+
+def test_layers_import_only_downwards() -> None:
+    wrong = [
+        f"{module} ({LAYERS[_layer(module) or 0]}) imports {imported}"
+        for module, imports in GRAPH.items()
+        for imported in imports
+        if _layer(module) is not None
+        and _layer(imported) is not None
+        and (_layer(imported) or 0) > (_layer(module) or 0)
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def _lines(pattern: str, outside: tuple[str, ...]) -> list[str]:
+    regex = re.compile(pattern)
+    return [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for name, path in MODULES.items()
+        if not name.startswith(outside)
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if regex.search(line)
+    ]
+
+
+def test_platform_names_are_compared_only_in_platforms() -> None:
+    assert not _lines(r'[!=]= *["\'](rocm|cpu)["\']', ("orchestrator.platforms",))
+
+
+def test_only_the_engine_talks_to_docker() -> None:
+    docker_api = r"client\.(api|images|containers)\b|\b_raise_for_status\b|\bapi\._(get|url)\b"
+    assert not _lines(docker_api, ("orchestrator.core.engine",))
+    assert _lines(docker_api, ())  # the pattern does find the engine's calls
+    assert not _lines(r"^\s*(import docker|from docker)", ("orchestrator.core.engine",))
+
+
+def test_label_keys_are_spelled_only_in_provenance() -> None:
+    assert not _lines(r'LABEL_PREFIX \+ ["\']', ("orchestrator.images.provenance",))
+    assert not _lines(r'["\']gmxbench\.[a-z_]+["\']', ("orchestrator.images.provenance",))
+    assert _lines(r'["\']gmxbench\.["\']', ())  # provenance's own prefix is found
+
+
+def test_only_the_cli_prints() -> None:
+    writes = r"\bprint\(|sys\.std(out|err)\.write"
+    assert not _lines(writes, ("orchestrator.cli",))
+    assert _lines(writes, ())
+
+
+def test_one_atomic_writer() -> None:
+    """Files are written atomically through `core.files` (which fsyncs), not by hand."""
+    assert not _lines(r"\bmkstemp\(|\.write_text\(.*\.json", ("orchestrator.core.files",))
