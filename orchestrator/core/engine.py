@@ -379,14 +379,6 @@ def _remove_container(container: Any) -> None:
             raise
 
 
-def remove_containers(client: Client, labels: list[str]) -> int:
-    """Remove every container carrying these labels; how many there were."""
-    found = client.containers.list(all=True, filters={"label": labels})
-    for container in found:
-        _remove_container(container)
-    return len(found)
-
-
 # Moving images: save, load, push -----------------------------------------------------
 
 

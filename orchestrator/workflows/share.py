@@ -32,7 +32,7 @@ from orchestrator.core.files import write_atomic
 from orchestrator.core.settings import Settings
 from orchestrator.images import provenance
 from orchestrator.images.catalog import is_ours
-from orchestrator.images.gromacs import gromacs_ref
+from orchestrator.images.gromacs import gromacs_ref, lockfile_of
 from orchestrator.images.provenance import (
     KIND_LABEL,
     LOCK_LABEL,
@@ -125,7 +125,8 @@ def _project_image(client: Client, settings: Settings, tag: str) -> tuple[Image,
             f"{ref} was built FROM a gmxbench GROMACS image and only inherited its labels; "
             "share the image it was built from, or make yours with `nox -s build`."
         )
-    lock = parse_lockfile(labels[LOCK_LABEL], f"the label of {ref}", image.id)
+    lock = lockfile_of(image)
+    assert lock is not None  # it has the label, checked above
     return image, _with_local_digest(settings, lock)
 
 
