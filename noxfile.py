@@ -103,6 +103,12 @@ def compare(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON, default=False)
+def codegen(session: nox.Session) -> None:
+    """`nox -s codegen -- diff <image or run A> <image or run B> [--kernel RE --asm]`."""
+    _orchestrator(session, "codegen")
+
+
+@nox.session(python=PYTHON, default=False)
 def parse(session: nox.Session) -> None:
     """`nox -s parse -- <md.log | rocprof csv | directory>` prints JSON."""
     _orchestrator(session, "parse")

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from benchmarks import bench_loop, bench_parse, bench_runs
+from benchmarks import bench_builds, bench_loop, bench_parse, bench_runs, bench_stats
 
+for title, table in bench_stats.main():
+    print(title)
+    if table and isinstance(table[0], dict):
+        print(tabulate(table, headers="keys"))
+    else:
+        print("\n".join(str(line) for line in table))
+    print()
 print("Parsing (target ≤ 3 s for 1,000,000 rows)")
 print(tabulate(bench_parse.main(), headers="keys"))
 print()
@@ -19,3 +26,10 @@ print(
     f"{bench_loop.REPEATS}, --system {bench_loop.SYSTEM}), run twice"
 )
 print(tabulate(bench_loop.main(), headers="keys"))
+print()
+builds, probes = bench_builds.main()
+print("GROMACS builds recorded by the images (lockfile): time and compile cache counters")
+print(tabulate(builds, headers="keys") if builds else "no GROMACS image in the engine")
+print()
+print("Codegen fingerprint of the newest image of each platform, measured now")
+print(tabulate(probes, headers="keys") if probes else "no GROMACS image in the engine")

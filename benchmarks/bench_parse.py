@@ -1,5 +1,8 @@
 """Time parsing a 1,000,000-row ROCm 7.0 kernel_trace.csv into a category breakdown.
 
+The parse keeps every call's duration (per-kernel median/p10/p90), so this also checks
+that those quantiles stay cheap.
+
 The budget is 3 s on a 2-core machine: a long GROMACS run traces millions of dispatches
 and ``gmxbench parse`` must stay interactive. Run ``python benchmarks/bench_parse.py``.
 """
@@ -97,6 +100,8 @@ def main() -> list[dict[str, float | int | str]]:
     got_ns = round(breakdown.total_ms * 1e6)
     if abs(got_ns - expected_ns) > 1000 or sum(k.calls for k in breakdown.kernels) != ROWS:
         raise SystemExit(f"wrong result: {got_ns} ns vs expected {expected_ns} ns")
+    if any(k.median_us is None for k in breakdown.kernels):
+        raise SystemExit("per-kernel call quantiles (median_us) missing from a trace")
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return [
         {

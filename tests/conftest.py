@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import subprocess
+import tempfile
 import threading
+import time
+import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -74,7 +79,9 @@ def our_containers(client: Any) -> list[Any]:
 
 # Images built once per test session and shared by every engine test that needs them.
 # On a warm engine they are reused in seconds (inputs-keyed); cold, stable and dev each
-# compile GROMACS from source (~10-15 min apiece on 2 cores).
+# compile GROMACS from source (~10-15 min apiece on 2 cores). The dev compiler is the
+# LLVM toolchain path for real, on a mini llvm-project (`tests/mini_llvm.py`) whose clang
+# forwards to Debian's clang-16: the LLVM template, BuildKit and ccache all run.
 
 TOOLCHAIN_PACKAGE = "clang-16"
 
@@ -99,10 +106,25 @@ def stable_image(engine: Any, cpu_settings: Any) -> Any:
 
 
 @pytest.fixture(scope="session")
-def toolchain_image(engine: Any, cpu_settings: Any) -> str:
-    from orchestrator.images.toolchain_package import ensure_toolchain_package
+def mini_llvm(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A mini llvm-project at its first commit (same content, same hash, every session)."""
+    from mini_llvm import make_mini_llvm
 
-    return ensure_toolchain_package(engine, cpu_settings, TOOLCHAIN_PACKAGE)
+    return make_mini_llvm(tmp_path_factory.mktemp("llvm") / "llvm-project")
+
+
+@pytest.fixture(scope="session")
+def llvm_settings(cpu_settings: Any, mini_llvm: Any) -> Any:
+    """CPU settings with `llvm_source` (ORCH_LLVM_SOURCE) at the mini llvm-project."""
+    return cpu_settings.model_copy(update={"llvm_source": str(mini_llvm.path)})
+
+
+@pytest.fixture(scope="session")
+def toolchain_image(engine: Any, llvm_settings: Any, mini_llvm: Any) -> str:
+    """The LLVM toolchain of the mini llvm-project's first commit, on the CPU builder."""
+    from orchestrator.images.toolchain_llvm import ensure_toolchain_llvm
+
+    return ensure_toolchain_llvm(engine, llvm_settings, mini_llvm.head())
 
 
 @pytest.fixture(scope="session")
@@ -112,72 +134,138 @@ def dev_image(engine: Any, cpu_settings: Any, toolchain_image: str) -> Any:
     return build_gromacs(engine, cpu_settings, "dev", toolchain_tag=toolchain_image)
 
 
-@pytest.fixture
-def clean_engine(engine: Any) -> Iterator[Any]:
-    """A second, empty Docker Engine of our own, stopped and deleted afterwards.
+class SecondEngine:
+    """A second, empty Docker Engine of our own that a test may stop and start again.
 
     It has its own data root, exec root (hence its own containerd), pid file and socket,
     no iptables rules, and a bridge of its own (a /30 of TEST-NET-1, 192.0.2.0/24): `--bridge=none`
     would make it delete the host's `docker0` at start-up, cutting the main engine's
     containers off. It reaches registries on 127.0.0.1 like any engine on the host.
     """
-    import shutil
-    import subprocess
-    import tempfile
-    import time
-    import uuid
 
-    import docker
-    import docker.errors
+    def __init__(self, dockerd: str, ip: str) -> None:
+        self.ip = ip
+        # Short path: containerd's socket under the exec root must fit in 108 bytes.
+        self.root = Path(tempfile.mkdtemp(prefix="gmxd-", dir="/tmp"))
+        (self.root / "daemon.json").write_text("{}\n")  # not /etc/docker/daemon.json
+        self.socket = self.root / "docker.sock"
+        self.bridge, net = f"gmxb{uuid.uuid4().hex[:8]}", uuid.uuid4().int % 64 * 4
+        self.command = [
+            dockerd,
+            f"--config-file={self.root / 'daemon.json'}",
+            f"--data-root={self.root / 'data'}",
+            f"--exec-root={self.root / 'exec'}",
+            f"--pidfile={self.root / 'docker.pid'}",
+            f"--host=unix://{self.socket}",
+            f"--bridge={self.bridge}",
+            "--iptables=false",
+            "--ip-masq=false",
+        ]
+        self.address = f"unix://{self.socket}"
+        self.client: Any = None
+        self.proc: Any = None
+        self._log = (self.root / "dockerd.log").open("ab")
+        run = subprocess.run
+        run([ip, "link", "add", "name", self.bridge, "type", "bridge"], check=True)
+        run([ip, "addr", "add", f"192.0.2.{net + 1}/30", "dev", self.bridge], check=True)
 
+    def start(self) -> Any:
+        import docker
+        import docker.errors
+
+        self.proc = subprocess.Popen(self.command, stdout=self._log, stderr=subprocess.STDOUT)
+        deadline, self.client = time.monotonic() + 60, None
+        while self.client is None:
+            try:  # the client asks the engine for its API version when it is made
+                self.client = docker.DockerClient(base_url=self.address, timeout=600)
+            except docker.errors.DockerException:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    tail = (self.root / "dockerd.log").read_text(errors="replace")[-2000:]
+                    pytest.fail(f"the second dockerd did not answer:\n{tail}")
+                time.sleep(0.3)
+        return self.client
+
+    def stop(self) -> None:
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            self.proc = None
+
+    def delete(self) -> None:
+
+        self.stop()
+        self._log.close()
+        subprocess.run([self.ip, "link", "delete", self.bridge], check=False, capture_output=True)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+@pytest.fixture
+def second_engine(engine: Any) -> Iterator[SecondEngine]:
+    """A started `SecondEngine`, deleted afterwards (needs dockerd and ip)."""
     dockerd, ip = shutil.which("dockerd"), shutil.which("ip")
     if dockerd is None or ip is None:
         message = "a second engine needs dockerd and ip (apt-get install docker.io iproute2)"
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(message)
         pytest.skip(message)
-    # Short path: containerd's socket under the exec root must fit in 108 bytes.
-    root = Path(tempfile.mkdtemp(prefix="gmxd-", dir="/tmp"))
-    (root / "daemon.json").write_text("{}\n")  # not /etc/docker/daemon.json
-    socket = root / "docker.sock"
-    bridge, net = f"gmxb{uuid.uuid4().hex[:8]}", uuid.uuid4().int % 64 * 4
-    command = [
-        dockerd,
-        f"--config-file={root / 'daemon.json'}",
-        f"--data-root={root / 'data'}",
-        f"--exec-root={root / 'exec'}",
-        f"--pidfile={root / 'docker.pid'}",
-        f"--host=unix://{socket}",
-        f"--bridge={bridge}",
-        "--iptables=false",
-        "--ip-masq=false",
-    ]
-    log = (root / "dockerd.log").open("wb")
-    client, proc = None, None
+    second = SecondEngine(dockerd, ip)
     try:
-        subprocess.run([ip, "link", "add", "name", bridge, "type", "bridge"], check=True)
-        subprocess.run([ip, "addr", "add", f"192.0.2.{net + 1}/30", "dev", bridge], check=True)
-        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while client is None:
-            try:  # the client asks the engine for its API version when it is made
-                client = docker.DockerClient(base_url=f"unix://{socket}", timeout=600)
-            except docker.errors.DockerException:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    tail = (root / "dockerd.log").read_text(errors="replace")[-2000:]
-                    pytest.fail(f"the second dockerd did not answer:\n{tail}")
-                time.sleep(0.3)
-        yield client
+        second.start()
+        yield second
     finally:
-        if client is not None:
-            client.close()
-        if proc is not None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        log.close()
-        subprocess.run([ip, "link", "delete", bridge], check=False, capture_output=True)
-        shutil.rmtree(root, ignore_errors=True)
+        second.delete()
+
+
+@pytest.fixture
+def clean_engine(second_engine: SecondEngine) -> Any:
+    """The client of a second, empty Docker Engine (see `SecondEngine`)."""
+    return second_engine.client
+
+
+# The ROCm platform built from Debian's ROCm packages, with GROMACS 2026 from a local
+# tarball (../shared/gromacs/, for machines that cannot reach upstream, CI included).
+
+SHARED_GROMACS = Path(__file__).resolve().parents[2] / "shared" / "gromacs"
+GROMACS_2026 = "gromacs-2026.3.tar.gz"
+
+
+def gromacs_2026_source() -> Any:
+    """`GromacsSource` of the shared 2026.3 tarball (its sha256 from SHA256SUMS beside it)."""
+    from orchestrator.core.settings import GromacsSource
+
+    folder = Path(os.environ.get("GMXBENCH_GROMACS_DIR", SHARED_GROMACS))
+    sums = folder / "SHA256SUMS"
+    if not sums.is_file():
+        message = f"no GROMACS 2026 tarball: {sums} is missing (set GMXBENCH_GROMACS_DIR)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message + ": the ROCm build tests must run in CI")
+        pytest.skip(message)
+    digest = next(
+        line.split()[0] for line in sums.read_text().splitlines() if line.endswith(GROMACS_2026)
+    )
+    return GromacsSource(url=str(folder / GROMACS_2026), ref="v2026.3", sha256=digest)
+
+
+@pytest.fixture(scope="session")
+def rocm_settings(session_results: Path) -> Any:
+    from orchestrator.core.settings import load_settings
+
+    return load_settings(
+        platform="rocm", rocm_stack="debian", gpu_arch="gfx1201",
+        gromacs=gromacs_2026_source(), results_dir=session_results,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def rocm_stable(engine: Any, rocm_settings: Any) -> Any:
+    """GROMACS 2026.3 with HIP for gfx1201, built with Debian's clang (~15 min cold)."""
+    from orchestrator.images.gromacs import build_gromacs
+
+    return build_gromacs(engine, rocm_settings, "stable")

@@ -8,8 +8,11 @@ import pytest
 
 from orchestrator.parsers.categories import (
     CATEGORIES,
+    CONTEXT_RULES,
     CYCLE_RULES,
     KERNEL_RULES,
+    NOT_A_KERNEL,
+    PME_SPREAD_GATHER,
     base_name,
     categorize,
     categorize_cycle_row,
@@ -90,6 +93,7 @@ KERNEL_CASES = [
     ("void vector_fft<128u, 8u, 16u, 4u>(float2*)", "fft"),
     ("void cub::CUB_200200_800_NS::DeviceScanKernel<int*, int*>(int*)", "nbnxm"),
     ("void rocprim::ROCPRIM_300400_NS::detail::lookback_scan_kernel<true, int*>(int*)", "nbnxm"),
+    ("void rocprim::ROCPRIM_300400_NS::detail::single_scan_kernel<true, int*>(int*)", "nbnxm"),
     # SYCL kernel-name classes (as typeinfo names, demangled and mangled)
     ("typeinfo name for gmx::NbnxmKernel<true, false, (gmx::ElecType)2>", "nbnxm"),
     ("_ZTSN3gmx11NbnxmKernelILb1ELb0EEE", "nbnxm"),
@@ -166,7 +170,15 @@ def test_rule_table_uses_only_known_categories_and_compiles() -> None:
         assert rule.category in CATEGORIES
         assert rule.note
         re.compile(rule.pattern)
-    assert set(CYCLE_RULES.values()) <= set(CATEGORIES)
+    for context in CONTEXT_RULES:
+        assert context.category in CATEGORIES
+        assert context.note
+        re.compile(context.base)
+        re.compile(context.arguments)
+    # the combined 2016-era PME row is the only cycle category outside the seven
+    assert set(CYCLE_RULES.values()) <= {*CATEGORIES, PME_SPREAD_GATHER}
+    assert PME_SPREAD_GATHER not in CATEGORIES
+    assert NOT_A_KERNEL not in CATEGORIES
 
 
 @pytest.mark.parametrize(
@@ -176,7 +188,7 @@ def test_rule_table_uses_only_known_categories_and_compiles() -> None:
         ("Nonbonded", "nbnxm"),
         ("NB X/F buffer ops.", "nbnxm"),
         ("PME spread", "pme_spread"),
-        ("PME spread/gather", "pme_spread"),
+        ("PME spread/gather", PME_SPREAD_GATHER),
         ("PME gather", "pme_gather"),
         ("PME 3D-FFT", "fft"),
         ("PME 3D-FFT Comm.", "fft"),

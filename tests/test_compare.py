@@ -150,3 +150,126 @@ def test_benjamini_hochberg_keeps_broad_changes_and_drops_lone_ones() -> None:
     assert "Benjamini–Hochberg" in lone["nbnxm"].note
     broad = adjust_for_many_categories({f"c{i}": moved for i in range(7)}, 0.05)
     assert all(v.significant and v.marker == "🚀" for v in broad.values())
+
+
+# --- runs made by `bench`: interleaved pairs, kernels, host noise ----------------------------
+
+SAMPLE = (
+    REPO / "tests" / "data" / "samples" / "ROCm_rocprofiler-sdk__source_docs_data_kernel_trace.csv"
+)
+
+
+def _bench_groups(
+    tmp_path: Path, scales: list[tuple[float, float]], kernel_scale: float = 1.0
+) -> None:
+    """Pairs as `bench` leaves them: baseline tagged kernel-baseline-<candidate tag>; each run
+    carries the real kernel trace sample with its per-kernel medians scaled."""
+    from orchestrator.parsers.rocprof import parse_kernel_csv
+
+    trace = parse_kernel_csv(SAMPLE)
+    for i, (base, cand) in enumerate(scales, start=1):
+        for tag, scale, kernel in ((f"kernel-baseline-aa-r{i}", base, 1.0),
+                                   (f"aa-r{i}", cand, kernel_scale)):  # fmt: skip
+            run_dir = make_run(tmp_path, f"stable__w__{tag}", "water-2022.5.log", ns_scale=scale)
+            jitter = 1 + (sum(map(ord, tag)) % 7) / 1000  # a median's run-to-run noise, ≤ 0.6%
+            kernels = [k.model_copy(update={"median_us": (k.median_us or 1) * kernel * jitter})
+                       for k in trace.kernels]  # fmt: skip
+            RunStore.save_breakdown(run_dir, trace.model_copy(update={"kernels": kernels}))
+
+
+PAIRS = [(1.00, 1.01), (1.02, 1.00), (0.99, 1.00), (1.01, 1.02), (1.00, 0.99), (0.98, 0.99)]
+
+
+def test_bench_groups_are_compared_pair_by_pair(tmp_path: Path) -> None:
+    _bench_groups(tmp_path, PAIRS)
+    cmp = compare_runs(
+        load_runs(tmp_path, "stable__w__kernel-baseline-aa"), load_runs(tmp_path, "stable__w__aa")
+    )
+    assert cmp.paired and cmp.ns_per_day.paired and cmp.ns_per_day.test_method == "paired-t"
+    assert cmp.stats_line.startswith("statistics: 6 interleaved pairs, paired t on log ratios;")
+    assert "could have detected ±" in cmp.stats_line and not cmp.ns_per_day.significant
+    assert cmp.ns_per_day.mdc_pct is not None and 1 < cmp.ns_per_day.mdc_pct < 5
+    out = render(cmp)
+    assert "detectable" in out and f"±{cmp.ns_per_day.mdc_pct:.1f}%" in out
+    unpaired = compare_runs(
+        load_runs(tmp_path, "stable__w__kernel-baseline-aa"), load_runs(tmp_path, "stable__w__aa"),
+        paired=False,
+    )  # fmt: skip
+    assert not unpaired.paired and "6 vs 6 runs, medians, Mann–Whitney" in unpaired.stats_line
+
+
+def test_a_run_without_its_partner_is_left_out(tmp_path: Path) -> None:
+    _bench_groups(tmp_path, PAIRS)
+    shutil.rmtree(tmp_path / "stable__w__aa-r3")
+    cmp = compare_runs(
+        load_runs(tmp_path, "stable__w__kernel-baseline-aa"), load_runs(tmp_path, "stable__w__aa")
+    )
+    assert cmp.paired and cmp.ns_per_day.n_baseline == 5
+    assert cmp.unpaired == ["stable__w__kernel-baseline-aa-r3"]
+    assert "left out, no pair partner: stable__w__kernel-baseline-aa-r3" in render(cmp)
+
+
+def test_groups_not_made_by_bench_cannot_be_forced_into_pairs(tmp_path: Path) -> None:
+    a = make_run(tmp_path, "stable__w__kernel-baseline", "water-2022.5.log")
+    b = make_run(tmp_path, "dev__w__t", "water-2022.5.log")
+    with pytest.raises(UsageError, match="not run in interleaved pairs"):
+        compare_runs(load_runs(tmp_path, str(a)), load_runs(tmp_path, str(b)), paired=True)
+
+
+def test_kernel_verdicts_from_median_call_durations(tmp_path: Path) -> None:
+    _bench_groups(tmp_path, PAIRS, kernel_scale=1.05)  # every kernel 5% slower per call
+    cmp = compare_runs(
+        load_runs(tmp_path, "stable__w__kernel-baseline-aa"), load_runs(tmp_path, "stable__w__aa")
+    )
+    assert (
+        len(cmp.kernels) == 4
+        and "void addition_kernel<float>(float*, float const*, float const*, int, int)"
+        in cmp.kernels
+    )
+    for v in cmp.kernels.values():
+        assert v.paired and v.significant and v.marker == "🐢"
+        assert v.delta_pct == pytest.approx(5.0, abs=0.5)
+        assert v.p_value is not None and 0 < v.p_value < 0.001
+    out = render(cmp)
+    assert "top 4 kernels, median call duration in each run:" in out
+    assert "🐢 void addition_kernel<float>(float*, float const… (µs)" in out
+    assert "kernels: 🐢" in webhook_text(cmp)
+
+
+def test_kernel_verdicts_need_per_call_data_on_every_run(tmp_path: Path) -> None:
+    _bench_groups(tmp_path, PAIRS)
+    cmp = compare_runs(
+        load_runs(tmp_path, "stable__w__kernel-baseline-aa"), load_runs(tmp_path, "stable__w__aa")
+    )
+    assert len(cmp.kernels) == 4  # all four have medians
+    run_dir = tmp_path / "stable__w__aa-r2"
+    breakdown = RunStore.breakdown(run_dir)
+    assert breakdown is not None
+    stats_only = [k.model_copy(update={"median_us": None}) for k in breakdown.kernels]
+    RunStore.save_breakdown(run_dir, breakdown.model_copy(update={"kernels": stats_only}))
+    cmp = compare_runs(
+        load_runs(tmp_path, "stable__w__kernel-baseline-aa"), load_runs(tmp_path, "stable__w__aa")
+    )
+    assert cmp.kernels == {} and "kernels, median call" not in render(cmp)
+
+
+def test_runs_that_shared_the_machine_are_named_in_the_report(tmp_path: Path) -> None:
+    from orchestrator.runs.hostinfo import HostNoise, ProcessLoad, noise_warnings
+
+    a = make_run(tmp_path, "stable__w__kernel-baseline", "water-2022.5.log")
+    b = make_run(tmp_path, "dev__w__t", "water-2022.5.log")
+    noise = HostNoise(samples=9, seconds=8.0, cpu_count=2, run_threads=2, other_cpus=1.1,
+                      other_cpus_max=1.9, top_others=[ProcessLoad(name="cc1plus", cpus=0.9)],
+                      steal_pct=0.4, other_containers=["relaxed_bartik"])  # fmt: skip
+    noise.warnings = noise_warnings(noise)
+    result = RunStore.load(b)
+    RunStore.save(b, result.model_copy(update={"noise": noise}))
+    cmp = compare_runs(load_runs(tmp_path, str(a)), load_runs(tmp_path, str(b)))
+    assert cmp.noise == [f"dev__w__t: {'; '.join(noise.warnings)}"]
+    out = render(cmp, "markdown")
+    assert "⚠ 1 of 2 runs shared the machine: their numbers are not to be trusted" in out
+    assert "other processes used 1.10 CPUs on average (peak 1.90; cc1plus 0.90)" in out
+    assert "1 other container was running (relaxed_bartik)" in out
+    hook = webhook_text(cmp)
+    assert "⚠ 1 of 2 runs shared the machine: not to be trusted" in hook
+    assert "cc1plus" not in hook  # the webhook stays short

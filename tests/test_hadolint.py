@@ -36,10 +36,13 @@ def test_every_rendered_template_has_no_error_finding(hadolint: str) -> None:
     linted = {label.split(" ", 1)[0] for label, _ in results}
     assert linted == set(templates())
     assert {label for label, _ in results} >= {
-        "toolchain-llvm (rocm, git)",
-        "toolchain-llvm (rocm, context)",
+        "toolchain-llvm (rocm, amd, git)",
+        "toolchain-llvm (rocm, debian, context)",
         "toolchain-package (cpu)",
-        "toolchain-package (rocm)",
+        "toolchain-package (rocm, debian)",
+        "gromacs-stable-rocm (amd)",
+        "gromacs-dev-rocm (debian)",
+        "rocm-debian-base (debian)",
     }
     failed = lint.errors(results)
     assert not failed, "\n".join(f"{label}:{f.line} {f.code} {f.message}" for label, f in failed)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -13,7 +14,7 @@ import pytest
 
 from orchestrator.core import engine as engine_mod
 from orchestrator.images.catalog import list_images, records_json
-from orchestrator.images.gromacs import build_gromacs
+from orchestrator.images.gromacs import DEV_CURRENT, build_gromacs
 from orchestrator.images.provenance import load_lockfile, lockfile_path
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
@@ -75,14 +76,22 @@ def test_stable_gmx_version_matches_request(engine: Any, stable_image: Any) -> N
     assert "Precision:          mixed" in out
 
 
-def test_dev_built_with_toolchain_clang(engine: Any, dev_image: Any, toolchain_image: str) -> None:
+def test_dev_built_with_toolchain_clang(
+    engine: Any, dev_image: Any, toolchain_image: str, mini_llvm: Any
+) -> None:
+    """The dev image's C++ compiler is the LLVM toolchain's clang++, named by its commit."""
+    from mini_llvm import version_line
+
+    commit = mini_llvm.head()
     code, out = engine_mod.run_capture(engine, dev_image.tag, ["gmx", "--version"])
     assert code == 0
     cxx_line = next(line for line in out.splitlines() if line.startswith("C++ compiler:"))
-    assert "clang" in cxx_line.lower() and "16" in cxx_line
+    assert f"/opt/llvm-{commit[:8]}/bin/clang" in cxx_line and "Clang 16" in cxx_line
     row = _json_record(engine, dev_image.tag)
-    assert "clang" in row["compiler"] and "clang version 16" in row["compiler_version"]
-    assert row["tag"].startswith("gromacs:dev-clang16-")
+    assert row["compiler"] == f"/opt/llvm-{commit[:8]}/bin/clang"  # clang++ resolved
+    assert row["compiler_version"] == version_line(commit)
+    assert row["llvm_commit"] == commit[:8]
+    assert re.fullmatch(rf"gromacs:dev-llvm-{commit[:8]}-\d{{8}}-\d{{4}}", row["tag"])
     current = engine.images.get("gromacs:dev-current")
     assert current.id == dev_image.id
 
@@ -126,31 +135,49 @@ def test_reused_image_brings_its_lockfile(engine: Any, stable_image: Any, tmp_pa
     assert lock.template == "gromacs-stable-cpu"
 
 
-SWAP_COMPILER = r"""FROM {toolchain}
-RUN real="$(readlink -f /usr/bin/clang++-16)" \
- && touch -r "$real" /tmp/mtime \
- && printf '#!/bin/sh\necho "swapped compiler ran: $*" >&2\nexit 97\n' > "$real" \
- && touch -r /tmp/mtime "$real" && rm /tmp/mtime
+#: Other content at the compiler's path, same mtime: the same compiler behind a wrapper,
+#: which stops the build after some GROMACS units so the test need not compile them all.
+SWAPPED_COMPILER = """#!/bin/bash
+# ccache runs the compiler with its own argument order: count GROMACS compiles (-c on a
+# source under /src/gromacs/src, not CMake's checks nor ccache's -E preprocessing)
+case " $* " in *" -c "*) case "$*" in */src/gromacs/src/*)
+  n=$(( $(cat /tmp/swapped-count 2>/dev/null || echo 0) + 1 )); echo "$n" > /tmp/swapped-count
+  if [ "$n" -gt {limit} ]; then
+    echo "swapped compiler ran $((n - 1)) compiles, stopping here" >&2; exit 97
+  fi;;
+esac;; esac
+exec -a "$0" "$(dirname "$0")/clang.real" "$@"
 """
+SWAP = """FROM {toolchain}
+COPY swapped /tmp/swapped
+RUN mv {clang} {clang}.real && cp /tmp/swapped {clang} && chmod 755 {clang} \\
+ && touch -r {clang}.real {clang} && rm /tmp/swapped
+"""
+SWAP_LIMIT = 40
 
 
 def test_changed_compiler_at_same_path_is_never_reused(
     engine: Any, toolchain_image: str, dev_image: Any, tmp_path: Path
 ) -> None:
-    """Other compiler content at the same path and mtime compiles GROMACS again.
+    """Other compiler content at the same path and mtime takes nothing from the cache.
 
-    No GROMACS object, layer or image of the old compiler may be reused: images are
-    keyed by the toolchain image's content id and the build tree lives and dies inside
-    one RUN step. The swapped compiler refuses to run, so the build must fail in it.
+    The compile cache (ccache, compiler_check=content) holds every object the original
+    compiler made for the dev image; a compiler with other content at the same path and
+    mtime must compile every unit itself, as ccache's own counters show: no hit among
+    the units the swapped compiler ran before it stopped the build on purpose.
     """
     from orchestrator.core.errors import UserError
     from orchestrator.core.settings import load_settings
+    from orchestrator.images.toolchain import compiler_of
+    from orchestrator.platforms.base import CompileCacheStats
 
     settings = load_settings(platform="cpu", results_dir=tmp_path)
+    clang = compiler_of(engine, toolchain_image).cc
     swapped_id = engine_mod.build(
-        engine, SWAP_COMPILER.format(toolchain=toolchain_image), what="swapped toolchain"
-    )
-    swapped = "gmxbench-scratch/toolchain-swapped:clang-16"
+        engine, SWAP.format(toolchain=toolchain_image, clang=clang), what="swapped toolchain",
+        files={"swapped": SWAPPED_COMPILER.replace("{limit}", str(SWAP_LIMIT)).encode()},
+    )  # fmt: skip
+    swapped = "gmxbench-scratch/toolchain-swapped:llvm"
     engine.images.get(swapped_id).tag(*swapped.split(":"))
     before = {image.id for image in engine.images.list(name="gromacs")}
     lines: list[str] = []
@@ -161,14 +188,48 @@ def test_changed_compiler_at_same_path_is_never_reused(
             )
     finally:
         engine.images.remove(swapped, force=True)
-    assert any("swapped compiler ran" in line for line in lines), lines[-20:]
+    assert any(f"swapped compiler ran {SWAP_LIMIT} compiles" in line for line in lines)
     assert not any(line.startswith("up to date") for line in lines)
+    stats = CompileCacheStats.parse("\n".join(re.sub(r"^#\d+ [\d.]+ ", "", x) for x in lines))
+    assert stats is not None and stats.hits == 0 and stats.misses >= SWAP_LIMIT - 2, stats
     assert {image.id for image in engine.images.list(name="gromacs")} == before
     assert not list(settings.results_dir.glob("images/*.lock.json"))
 
 
+def test_unchanged_compiler_content_takes_everything_from_the_cache(
+    engine: Any, cpu_settings: Any, toolchain_image: str, dev_image: Any
+) -> None:
+    """A toolchain image whose compiler is byte-for-byte the same (only a label changed)
+    is a new image, so a new dev image is built; every object comes from the cache,
+    but for the units that embed the image's own install prefix (GROMACS' buildinfo.h)."""
+    relabelled = "gmxbench-scratch/toolchain-relabelled:llvm"
+    image_id = engine_mod.build(
+        engine, f"FROM {toolchain_image}\nLABEL gmxbench.test=relabelled\n", what=relabelled
+    )
+    engine.images.get(image_id).tag(*relabelled.split(":"))
+    try:
+        record = build_gromacs(engine, cpu_settings, "dev", toolchain_tag=relabelled)
+    finally:
+        engine.images.remove(relabelled, force=True)
+        engine_mod.tag(engine, dev_image.id, DEV_CURRENT)  # other tests' dev-current
+    assert record.id != dev_image.id and record.compiler == dev_image.compiler
+    lock = load_lockfile(lockfile_path(cpu_settings.results_dir, record.tag))
+    original = load_lockfile(lockfile_path(cpu_settings.results_dir, dev_image.tag))
+    stats = lock.compile_cache
+    assert stats is not None and not stats.disabled
+    assert original.compile_cache is not None
+    compiled = original.compile_cache.hits + original.compile_cache.misses
+    assert stats.hits + stats.misses == compiled
+    assert stats.misses <= PREFIX_UNITS, stats  # the units that embed the install prefix
+    assert stats.hits >= compiled - PREFIX_UNITS
+
+
+#: GROMACS 2022 units that include buildinfo.h (the install prefix, hence the build name).
+PREFIX_UNITS = 6
+
+
 def test_images_built_from_ours_never_stand_in_for_them(
-    engine: Any, toolchain_image: str, stable_image: Any, tmp_path: Path
+    engine: Any, stable_image: Any, tmp_path: Path
 ) -> None:
     """A newer tagged child inherits every label of its parent, inputs key included;
     lookups and listings must still find the parent itself, not the child."""
@@ -178,19 +239,22 @@ def test_images_built_from_ours_never_stand_in_for_them(
     from orchestrator.workflows import share
 
     settings = load_settings(platform="cpu", results_dir=tmp_path)
-    original = engine.images.get(toolchain_image).id
+    package = ensure_toolchain_package(engine, settings, "clang-16")  # found by its inputs
+    original = engine.images.get(package).id
     children = {
-        "gmxbench-scratch/child:toolchain": f"FROM {toolchain_image}\nRUN touch /child\n",
+        "gmxbench-scratch/child:toolchain": f"FROM {package}\nRUN touch /child\n",
         "gmxbench-scratch/child:gromacs": f"FROM {stable_image.tag}\nRUN touch /child\n",
     }
     try:
         for tag, dockerfile in children.items():
             child = engine_mod.build(engine, dockerfile, what=tag)
             engine.images.get(child).tag(*tag.split(":"))
+        engine.images.get(package).tag("gmxbench-scratch/untagged", "x")
+        engine.images.remove(package)  # its tag is put back on the parent, not the child
         assert engine.images.get(ensure_toolchain_package(engine, settings, "clang-16")).id == (
             original
         )
-        assert engine.images.get(toolchain_image).id == original
+        engine.images.remove("gmxbench-scratch/untagged:x")
         assert build_gromacs(engine, settings, "stable").id == stable_image.id
         listed = {r.tag for r in list_images(engine, ("gromacs", "toolchain"))}
         assert not listed & set(children) and stable_image.tag in listed

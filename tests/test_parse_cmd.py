@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -91,3 +93,34 @@ def test_bad_inputs_are_user_errors(tmp_path: Path) -> None:
     bad_csv.write_text('"a","b"\n1,2\n')
     with pytest.raises(UserError, match="none of the columns"):
         parse_path(bad_csv)
+
+
+def test_headerless_old_log_and_legacy_stats_by_content(tmp_path: Path) -> None:
+    tail = tmp_path / "slurm-61707.out"  # a job's log tail, under any name
+    shutil.copy(
+        DATA / "samples" / "jtp4kc_expdens__job_daemon.py__textfor_log__gromacs-4.6.7-tail.log",
+        tail,
+    )
+    out = parse_path(tail)
+    assert out["kind"] == "mdlog"
+    assert "header" in out["mdlog"]["missing"]
+    assert out["cpu_breakdown"]["categories"]["pme_spread_gather"]["total_ms"] > 0
+    stats = parse_path(DATA / "samples" / "dalg24_kokkos__results.stats.csv")
+    assert stats["kind"] == "rocprof"
+    assert stats["gpu_breakdown"]["excluded"][0]["name"] == "Unknown command type"
+    json.dumps([out, stats])
+
+
+def test_parse_command_line_prints_json() -> None:
+    sample = DATA / "samples" / "gunrock_gunrock__results.stats.csv"
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "parse", str(sample)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        cwd=Path(__file__).parents[1],
+    )
+    assert done.returncode == 0, done.stderr
+    gpu = json.loads(done.stdout)["gpu_breakdown"]
+    assert gpu["categories"]["nbnxm"]["total_ms"] == pytest.approx(0.702166)

@@ -99,6 +99,27 @@ def test_missing_image_is_clear(engine: Any, cpu_settings: Any) -> None:
 
 
 @engine_mark
+def test_dry_run_of_an_image_not_built_yet_shows_its_configuration(
+    engine: Any, tmp_path: Path
+) -> None:
+    """A GPU configuration can be checked before a long build: the image's absence is
+    named among the problems, and everything else is shown as it will be."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "run", "dev-not-built-yet", "water:3k", "--dry-run"],
+        capture_output=True, text=True, cwd=REPO,
+        env={**os.environ, "ORCH_PLATFORM": "rocm", "ORCH_RESULTS_DIR": str(tmp_path)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    shown = json.loads(proc.stdout)
+    assert shown["image"] == "gromacs:dev-not-built-yet"
+    assert shown["preflight_problems"][0].startswith(
+        "image gromacs:dev-not-built-yet is not in the engine yet: build it first"
+    )
+    assert shown["devices"][0] == "/dev/kfd:/dev/kfd:rwm" and "gmx mdrun" in shown["run.sh"]
+    assert not list(tmp_path.iterdir())  # a dry run writes nothing
+
+
+@engine_mark
 def test_dry_run_cpu_shows_exact_config(engine: Any, cpu_settings: Any, stable_image: Any) -> None:
     plan = plan_run(
         engine, cpu_settings, RunRequest(build=stable_image.build, system="water", tag="dry")

@@ -83,25 +83,47 @@ def test_median_and_iqr_match_numpy(case: dict[str, Any]) -> None:
     assert stats.spread(case["values"]) == (min(case["values"]), max(case["values"]))
 
 
-@pytest.mark.parametrize("case", VECTORS["bootstrap"], ids=_ids(VECTORS["bootstrap"]))
-def test_bootstrap_ci_sane_and_close_to_scipy(case: dict[str, Any]) -> None:
-    a, b = case["a"], case["b"]
-    low, high = stats.bootstrap_ratio_ci(a, b, seed=3)
-    ratio = stats.median(b) / stats.median(a)
-    assert low <= ratio <= high
-    assert min(b) / max(a) <= low <= high <= max(b) / min(a)
-    # Different random streams: endpoints agree within a few percent of the ratio.
-    assert low == pytest.approx(case["ci_low"], rel=0.03)
-    assert high == pytest.approx(case["ci_high"], rel=0.03)
+@pytest.mark.parametrize("case", VECTORS["ratio_ci"], ids=_ids(VECTORS["ratio_ci"]))
+def test_ratio_ci_matches_brute_force_enumeration(case: dict[str, Any]) -> None:
+    got = stats.ratio_ci(case["a"], case["b"], confidence=case["confidence"])
+    if case["ci"] is None:
+        assert got is None
+    else:
+        assert got == pytest.approx(tuple(case["ci"]), rel=1e-12)
 
 
-def test_bootstrap_is_deterministic_and_narrows_with_confidence() -> None:
-    a, b = [10.0, 10.4, 9.8, 10.1, 10.3], [9.1, 9.3, 9.0, 9.4, 9.2]
-    first = stats.bootstrap_ratio_ci(a, b, seed=42)
-    assert first == stats.bootstrap_ratio_ci(a, b, seed=42)
-    narrow = stats.bootstrap_ratio_ci(a, b, seed=42, confidence=0.5)
-    assert first[0] <= narrow[0] <= narrow[1] <= first[1]
-    assert first[1] < 1.0
+@pytest.mark.parametrize("case", VECTORS["ratio_ci"][:4], ids=_ids(VECTORS["ratio_ci"][:4]))
+def test_ratio_ci_is_the_set_of_ratios_the_exact_test_accepts(case: dict[str, Any]) -> None:
+    """Inverting the Mann–Whitney test: inside the interval the shifted data are accepted."""
+    a, b, alpha = case["a"], case["b"], 1 - case["confidence"]
+    ci = stats.ratio_ci(a, b, confidence=case["confidence"])
+    assert ci is not None
+    low, high = ci
+    for r, accepted in ((low * 1.0001, True), (high / 1.0001, True), (low / 1.001, False),
+                        (high * 1.001, False), (math.sqrt(low * high), True)):  # fmt: skip
+        p = stats.mann_whitney_exact(a, [v / r for v in b])[1]
+        assert (p >= alpha) is accepted, (r, p)
+
+
+def test_attainable_alpha_is_the_exact_tests_real_size() -> None:
+    assert stats.attainable_alpha(3, 3, 0.05) is None
+    assert stats.attainable_alpha(4, 4, 0.05) == pytest.approx(2 / 70)
+    assert stats.attainable_alpha(5, 5, 0.05) == pytest.approx(8 / 252)
+    assert stats.attainable_alpha(5, 5, 0.01) == pytest.approx(2 / 252)
+
+
+def test_no_change_states_what_it_could_have_detected() -> None:
+    base, cand = [100.0, 103.0, 98.0, 101.0, 99.5], [99.0, 102.0, 100.5, 98.5, 101.5]
+    v = stats.compare_samples(base, cand, higher_is_better=False)
+    assert v.mdc_pct is not None and 2.0 < v.mdc_pct < 10.0
+    assert f"could have detected ±{v.mdc_pct:.1f}% (80% power at α = 0.05)" in v.note
+    noisier = stats.compare_samples(base, [c * (1 + (i - 2) / 50) for i, c in enumerate(cand)],
+                                    higher_is_better=False)  # fmt: skip
+    assert noisier.mdc_pct is not None and noisier.mdc_pct > v.mdc_pct
+    more = stats.compare_samples(base * 2, cand * 2, higher_is_better=False)
+    assert more.mdc_pct is not None and more.mdc_pct < v.mdc_pct
+    untestable = stats.compare_samples(base[:3], cand[:3], higher_is_better=False)
+    assert untestable.mdc_pct is None
 
 
 def test_bad_inputs_raise() -> None:

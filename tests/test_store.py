@@ -44,9 +44,11 @@ def test_groups_hold_the_tag_and_its_repeats_only(tmp_path: Path) -> None:
     runs = RunStore(tmp_path)
     for tag in ("t-r1", "t-r2", "t-r10", "t", "t-other", "tt-r1"):
         _save(runs, f"b__s__{tag}")
-    (tmp_path / "b__s__t-r3").mkdir()  # no result.json: not a run
+    (tmp_path / "b__s__t-r3").mkdir()  # no result.json: a damaged run, listed as such
     names = [p.name for p in runs.group("b__s__t")]
-    assert names == ["b__s__t", "b__s__t-r1", "b__s__t-r10", "b__s__t-r2"]
+    assert names == ["b__s__t", "b__s__t-r1", "b__s__t-r10", "b__s__t-r2", "b__s__t-r3"]
+    missing = runs.status(tmp_path / "b__s__t-r3")
+    assert missing.state == "unreadable" and "(a run record) is missing" in missing.why
     assert runs.resolve("b__s__t-other") == [tmp_path / "b__s__t-other"]
     assert runs.resolve(str(tmp_path / "b__s__t-r1")) == [tmp_path / "b__s__t-r1"]
     with pytest.raises(UsageError, match="No runs match 'b__s__none'"):

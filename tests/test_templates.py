@@ -28,6 +28,14 @@ ROCM = "/opt/rocm/core-7.12"
 ARCH = "gfx1201"
 PREFIX_MAP = "-ffile-prefix-map=/src/gromacs=. -ffile-prefix-map=/build/gromacs=build"
 LOCAL_LLVM = "/home/dev/llvm-project"
+#: The ROCm platform on Debian's ROCm packages, GROMACS from a local tarball.
+DEBIAN: dict[str, Any] = {
+    "platform": "rocm",
+    "rocm_stack": "debian",
+    "gromacs": {"url": "/srv/gromacs-2026.3.tar.gz", "ref": "v2026.3", "sha256": "c" * 64},
+}
+#: The compile cache's launchers: how objects are made, not what (checked on their own).
+LAUNCHER = re.compile(r"^-DCMAKE_[A-Z]+_COMPILER_LAUNCHER=ccache$")
 
 #: Golden name -> (template, settings). Every template has one under its own name;
 #: `<template>@<variant>` pins another rendering of the same template.
@@ -41,6 +49,9 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "gromacs-dev-cpu": ("gromacs-dev-cpu", {"platform": "cpu"}),
     "gromacs-stable-rocm": ("gromacs-stable-rocm", {"platform": "rocm"}),
     "gromacs-dev-rocm": ("gromacs-dev-rocm", {"platform": "rocm"}),
+    "rocm-debian-base": ("rocm-debian-base", {"platform": "rocm", "rocm_stack": "debian"}),
+    "gromacs-stable-rocm@debian": ("gromacs-stable-rocm", DEBIAN),
+    "gromacs-dev-rocm@debian": ("gromacs-dev-rocm", DEBIAN),
 }
 
 #: The issue's recipes, written out here rather than taken from buildspec.
@@ -122,7 +133,7 @@ def cmake_args(dockerfile: str) -> list[str]:
     line = next(x for x in joined.splitlines() if "cmake -S /src/gromacs" in x)
     words = shlex.split(line)
     start = words.index("-B") + 2
-    return words[start : words.index("&&", start)]
+    return [w for w in words[start : words.index("&&", start)] if not LAUNCHER.match(w)]
 
 
 def test_every_template_has_a_golden() -> None:
@@ -179,15 +190,27 @@ def test_rocm_dev_has_every_dev_flag() -> None:
 
 
 @pytest.mark.usefixtures("isolated")
-def test_cpu_stable_and_dev_differ_only_in_the_compiler() -> None:
-    """Substituting the compiler, toolchain image and build name turns stable into dev."""
-    cpu = settings("cpu")
-    stable_ctx = example_context("gromacs-stable-cpu", cpu)
-    dev_ctx = example_context("gromacs-dev-cpu", cpu)
-    stable = [x for x in render("gromacs-stable-cpu", stable_ctx).splitlines() if x[:1] != "#"]
-    dev = [x for x in render("gromacs-dev-cpu", dev_ctx).splitlines() if x[:1] != "#"]
+@pytest.mark.parametrize(
+    ("platform", "values", "keys"),
+    [
+        ("cpu", {"platform": "cpu"}, ("build_name", "compiler_image", "cxx", "cc")),
+        ("rocm", DEBIAN, ("build_name", "compiler_image", "hip_compiler")),
+    ],
+)
+def test_stable_and_dev_differ_only_in_the_compiler(
+    platform: str, values: dict[str, Any], keys: tuple[str, ...]
+) -> None:
+    """Substituting the compiler, toolchain image and build name turns stable into dev
+    (on the Debian ROCm stack too: stable is Debian's clang driven with hipcc's flags)."""
+    chosen = settings(**values)
+    stable_ctx = example_context(f"gromacs-stable-{platform}", chosen)
+    dev_ctx = example_context(f"gromacs-dev-{platform}", chosen)
+    stable = [
+        x for x in render(f"gromacs-stable-{platform}", stable_ctx).splitlines() if x[:1] != "#"
+    ]
+    dev = [x for x in render(f"gromacs-dev-{platform}", dev_ctx).splitlines() if x[:1] != "#"]
     assert len(stable) == len(dev)
-    swaps = {stable_ctx[k]: dev_ctx[k] for k in ("build_name", "compiler_image", "cxx", "cc")}
+    swaps = {stable_ctx[k]: dev_ctx[k] for k in keys}
     assert all(old != new for old, new in swaps.items())
     differing = [(s, d) for s, d in zip(stable, dev, strict=True) if s != d]
     assert differing, "stable and dev renders are identical"
@@ -293,3 +316,41 @@ def test_other_platforms_template_renders_for_its_own_platform() -> None:
         "rocm-base"
     )
     assert render("cpu-base", example_context("cpu-base", settings("rocm"))) == rendered("cpu-base")
+
+
+@pytest.mark.usefixtures("isolated")
+@pytest.mark.parametrize("name", [n for n in sorted(CASES) if n.startswith("gromacs-")])
+def test_gromacs_builds_share_one_content_keyed_compile_cache(name: str) -> None:
+    """Every GROMACS build compiles through ccache (compiler_check=content) in a BuildKit
+    cache mount named by platform, builder and source only, so stable and dev share it;
+    `rebuild`'s build argument turns it off."""
+    text = rendered(name)
+    template, values = CASES[name]
+    other = template.replace("stable", "@").replace("dev", "stable").replace("@", "dev")
+    cache = r"--mount=type=cache,id=(gmxbench-ccache-[a-z]+-[0-9a-f]{12}-[0-9a-f]{12}),"
+    mount = re.findall(cache, text)
+    other_mount = re.findall(cache, render(other, example_context(other, settings(**values))))
+    assert len(mount) == 1 and mount == other_mount
+    assert "CCACHE_COMPILERCHECK=content" in text and "ARG GMXBENCH_NO_COMPILE_CACHE=" in text
+    langs = ["C", "CXX", "HIP"] if "rocm" in template else ["C", "CXX"]
+    assert [f"-DCMAKE_{lang}_COMPILER_LAUNCHER=ccache" for lang in langs] == re.findall(
+        r"-DCMAKE_[A-Z]+_COMPILER_LAUNCHER=ccache", text
+    )
+    assert uses_buildkit(text)
+
+
+@pytest.mark.usefixtures("isolated")
+def test_debian_stack_recipe_and_local_source() -> None:
+    text = rendered("gromacs-stable-rocm@debian")
+    args = cmake_args(text)
+    assert "-DCMAKE_HIP_COMPILER=/usr/lib/llvm-21/bin/clang++" in args
+    assert not [a for a in args if "ROCM_ROOT" in a or "PREFIX_PATH" in a]  # FHS layout
+    hip = next(a for a in args if a.startswith("-DCMAKE_HIP_FLAGS="))
+    assert "--rocm-path=/usr" in hip
+    assert "--rocm-device-lib-path=/usr/lib/llvm-21/lib/clang/21/amdgcn/bitcode" in hip
+    assert "-DGMX_USE_COLVARS=NONE" in args and "-DBUILD_TESTING=OFF" in args
+    assert "COPY gromacs.tar.gz /src/gromacs.tar.gz" in text
+    assert f'echo "{"c" * 64}  gromacs.tar.gz" | sha256sum -c -' in text
+    assert "/usr/lib/llvm-21/bin/llvm-objdump --offloading" in text  # code objects kept
+    base = rendered("rocm-debian-base")
+    assert "Acquire::Check-Valid-Until=false" in base and "hipcc" in base

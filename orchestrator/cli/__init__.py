@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from orchestrator.cli import images, results, runs, settings, workflows
 from orchestrator.cli.common import Handler
 from orchestrator.cli.console import Console
+from orchestrator.core import interrupts
 from orchestrator.core.errors import UserError
 from orchestrator.core.settings import load_settings
 
@@ -41,11 +42,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.mdrun_args = passthrough
     handler: Handler = args.handler
     try:
-        config = load_settings()
-        return handler(args, config, Console(config))
+        with interrupts.handled():
+            config = load_settings()
+            return handler(args, config, Console(config))
     except UserError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # SIGINT, SIGTERM, SIGHUP: cleanup has run
+        stop = interrupts.of(exc)
+        print(f"{stop.reason}; stopped cleanly", file=sys.stderr)
+        return stop.exit_code

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from tabulate import tabulate
 
@@ -13,16 +14,21 @@ from orchestrator.core import engine
 from orchestrator.core.errors import UsageError
 from orchestrator.core.settings import Settings
 from orchestrator.images import blocks, catalog, lint
-from orchestrator.images.base import make_base
+from orchestrator.images.base import load_base_lock, make_base
 from orchestrator.images.gromacs import build_gromacs
 from orchestrator.images.render import render
 from orchestrator.workflows.build import toolchain_for
+from orchestrator.workflows.rebuild import REBUILD_REPO
 
 
 def register(sub: Commands) -> None:
     p = sub.add_parser("base", help="make a base image from a Debian mirror (debootstrap)")
     p.add_argument("--suite", default="bookworm")
     p.add_argument("--tag", default=None, help="image tag (default gmxbench-base/debian:<suite>)")
+    p.add_argument(
+        "--from-lock", type=Path, default=None, metavar="LOCKFILE",
+        help="make the base of this lockfile again; tagged only if every package is the same",
+    )  # fmt: skip
     p.set_defaults(handler=base)
 
     p = sub.add_parser("build", help="build stable, dev or toolchain images")
@@ -47,7 +53,12 @@ def register(sub: Commands) -> None:
 
 
 def base(args: argparse.Namespace, settings: Settings, console: Console) -> int:
-    image = make_base(engine.connect(), settings, suite=args.suite, tag=args.tag, emit=console)
+    client, lock, tag = engine.connect(), None, args.tag
+    if args.from_lock is not None:
+        lock = load_base_lock(args.from_lock)
+        if tag is None and engine.image(client, lock.tag) is not None:
+            tag = f"{REBUILD_REPO}:base-{lock.suite}"  # the original keeps its tag
+    image = make_base(client, settings, suite=args.suite, tag=tag, lock=lock, emit=console)
     print(image.tags[0] if image.tags else image.id)
     return 0
 
@@ -71,7 +82,7 @@ def build(args: argparse.Namespace, settings: Settings, console: Console) -> int
 
 def images(args: argparse.Namespace, settings: Settings, console: Console) -> int:
     kinds = ("gromacs", "toolchain", "builder", "base") if args.all else ("gromacs",)
-    records = catalog.list_images(engine.connect(), kinds)
+    records = catalog.list_images(engine.connect(), kinds, console)
     if args.json:
         print(catalog.records_json(records))
         return 0

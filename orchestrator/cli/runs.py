@@ -1,4 +1,4 @@
-"""Run commands: `run`, `parse`, `recipes`."""
+"""Run commands: `run`, `runs list|clean`, `parse`, `recipes`."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from tabulate import tabulate
 
 from orchestrator.cli.common import Commands
 from orchestrator.cli.console import Console
-from orchestrator.core import engine
+from orchestrator.core import engine, interrupts
 from orchestrator.core.errors import UsageError
 from orchestrator.core.settings import Settings
 from orchestrator.runs import runner, store
+from orchestrator.runs.clean import clean_runs
 from orchestrator.runs.recipe import find_recipes
 
 PROFILES = ("none", "trace", "counters")
@@ -29,10 +30,23 @@ def register(sub: Commands) -> None:
     p.add_argument("--profile", default="none", choices=PROFILES)
     p.add_argument("--steps", type=int, default=None)
     p.add_argument("--device", type=int, default=0, help="GPU index (rocm)")
+    p.add_argument(
+        "--cpu-only", action="store_true",
+        help="run a GPU build on the host CPU only (-nb cpu -pme cpu, no devices)",
+    )  # fmt: skip
     p.add_argument("--timeout", type=float, default=3600.0, help="wall-clock limit, seconds")
     p.add_argument("--inputs-dir", type=Path, default=None, help="pre-downloaded archives")
     p.add_argument("--dry-run", action="store_true", help="print the container configuration")
     p.set_defaults(handler=run, mdrun_args=[])
+
+    p = sub.add_parser("runs", help="list the runs in results/ with their state; clean up")
+    verbs = p.add_subparsers(dest="verb", required=True, metavar="verb")
+    v = verbs.add_parser("list", help="every run (or a group): finished, failed, running, …")
+    v.add_argument("spec", nargs="?", default=None, help="a run id or group to list")
+    v.set_defaults(handler=list_runs)
+    v = verbs.add_parser("clean", help="remove containers of dead runs, close their records")
+    v.add_argument("--dry-run", action="store_true", help="say what would be done")
+    v.set_defaults(handler=clean)
 
     p = sub.add_parser("parse", help="parse an md.log, rocprof CSV(s) or a run directory to JSON")
     p.add_argument("path", type=Path)
@@ -62,18 +76,20 @@ def run(args: argparse.Namespace, settings: Settings, console: Console) -> int:
         device=args.device,
         timeout=args.timeout,
         inputs_dir=args.inputs_dir,
+        cpu_only=args.cpu_only,
     )
     client = engine.connect()
-    plan = runner.plan_run(client, settings, request)
+    plan = runner.plan_run(client, settings, request, allow_missing=args.dry_run)
     if args.dry_run:
         print(runner.dry_run_text(plan))
         return 0
     recorded = plan.run_dir / store.RESULT_FILE
     try:
         result = runner.execute(client, settings, plan, console)
-    except KeyboardInterrupt:
-        console.error(f"interrupted; the run is recorded as unfinished in {recorded}")
-        return 130
+    except KeyboardInterrupt as exc:
+        stop = interrupts.of(exc)
+        console.error(f"{stop.reason}; the run is recorded as unfinished in {recorded}")
+        return stop.exit_code
     print(plan.run_dir)
     if not result.finished:
         console.error(
@@ -82,6 +98,34 @@ def run(args: argparse.Namespace, settings: Settings, console: Console) -> int:
         )
         return 1
     console.note(f"{result.run_id}: {result.ns_per_day} ns/day")
+    return 0
+
+
+def list_runs(args: argparse.Namespace, settings: Settings, console: Console) -> int:
+    runs = store.RunStore(settings.results_dir)
+    paths = runs.resolve(args.spec) if args.spec else runs.runs()
+    rows = []
+    for status in map(runs.status, paths):
+        result = status.result
+        rows.append(
+            [status.path.name, status.state, result.ns_per_day if result else None,
+             result.timestamp if result else None, _short(status.why)]
+        )  # fmt: skip
+    print(tabulate(rows, headers=["run", "state", "ns/day", "started", "why"]))
+    return 0
+
+
+def _short(text: str, width: int = 100) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def clean(args: argparse.Namespace, settings: Settings, console: Console) -> int:
+    done = clean_runs(engine.connect(), settings, dry_run=args.dry_run)
+    would = "would " if args.dry_run else ""
+    lines = [f"{would}remove the container of {name}: its process is gone" for name in done.removed]
+    lines += [f"kept the container of {name}: {why}" for name, why in done.kept]
+    lines += [f"{would}close {name} as abandoned" for name in done.closed]
+    print("\n".join(lines or ["nothing to clean: no container or record of a dead run"]))
     return 0
 
 

@@ -24,10 +24,18 @@ def register(sub: Commands) -> None:
     p.add_argument("--llvm", help="LLVM commit (short hash) or a path: the working tree as it is")
     p.add_argument("--toolchain", help="existing toolchain image holding the dev compiler")
     p.add_argument("--package", help="distribution compiler package for the toolchain (clang-16)")
+    p.add_argument("--against-llvm", help="baseline: the dev build of this LLVM commit (A/B)")
+    p.add_argument("--against-toolchain", help="baseline: the dev build of this toolchain image")
+    p.add_argument("--against-package", help="baseline: the dev build of this compiler package")
+    p.add_argument("--against", help="baseline: an existing GROMACS build (name or image tag)")
+    p.add_argument(
+        "--cpu-only", action="store_true",
+        help="run GPU builds on the host CPU only (no GPU here): the verdict is host code's",
+    )  # fmt: skip
     p.add_argument("--system", default=None, help="recipe system (default: water)")
     p.add_argument("--tag", default=None)
     p.add_argument("--steps", type=int, default=None)
-    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--repeats", default="auto", help="interleaved pairs: N, auto, auto:MAX")
     p.add_argument("--no-llvm-rebuild", action="store_true")
     p.add_argument("--no-gmx-rebuild", action="store_true")
     verdict_options(p)

@@ -8,6 +8,7 @@ calls its API; containers never outlive the call that made them.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import re
@@ -183,13 +184,15 @@ def build(
     target: str | None = None,
     buildkit: bool = False,
     nocache: bool = False,
+    build_args: Mapping[str, str] | None = None,
     emit: Emit = ignore,
 ) -> str:
     """Build `dockerfile` and return the image id; stream the log; tag nothing.
 
     Tagging is the caller's job, after its own checks pass, so a failed check never
     leaves a tag behind. Intermediate containers are always removed (`forcerm`).
-    `nocache` runs every step again (a rebuild that proves something).
+    `nocache` runs every step again (a rebuild that proves something); `build_args`
+    set the Dockerfile's `ARG`s.
     """
     started = time.monotonic()
     builder = _build_cli if buildkit else _build_api
@@ -204,7 +207,7 @@ def build(
     try:
         image_id = builder(
             client, dockerfile, labels=dict(labels or {}), files=files or {}, target=target,
-            nocache=nocache, line=line,
+            nocache=nocache, build_args=dict(build_args or {}), line=line,
         )  # fmt: skip
     except _BuildError as exc:
         failure.tail = list(tail)
@@ -225,13 +228,14 @@ def _build_api(
     files: ContextFiles,
     target: str | None,
     nocache: bool,
+    build_args: dict[str, str],
     line: Any,
 ) -> str:
     image_id = ""
     try:
         stream = client.api.build(
             fileobj=_context_tar(dockerfile, files), custom_context=True, rm=True, forcerm=True,
-            decode=True, labels=labels, target=target, nocache=nocache,
+            decode=True, labels=labels, target=target, nocache=nocache, buildargs=build_args,
         )  # fmt: skip
         for chunk in stream:
             for text in str(chunk.get("stream", "")).splitlines():
@@ -256,6 +260,7 @@ def _build_cli(
     files: ContextFiles,
     target: str | None,
     nocache: bool,
+    build_args: dict[str, str],
     line: Any,
 ) -> str:
     with tempfile.TemporaryDirectory(prefix="gmxbench-ctx-") as ctx:
@@ -269,6 +274,8 @@ def _build_cli(
         cmd = [cli_binary(), "build", "--progress=plain", "--iidfile", str(iidfile)]
         for key, value in labels.items():
             cmd += ["--label", f"{key}={value}"]
+        for key, value in build_args.items():
+            cmd += ["--build-arg", f"{key}={value}"]
         if target:
             cmd += ["--target", target]
         if nocache:
@@ -279,11 +286,26 @@ def _build_cli(
             cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
         assert proc.stdout is not None
-        for text in proc.stdout:
-            line(text.rstrip())
-        if proc.wait() != 0 or not iidfile.exists():
-            raise _BuildError(f"docker build exited {proc.returncode}")
+        try:
+            for text in proc.stdout:
+                line(text.rstrip())
+            code = proc.wait()
+        finally:
+            _end(proc)  # interrupted: BuildKit cancels the build when its client goes
+        if code != 0 or not iidfile.exists():
+            raise _BuildError(f"docker build exited {code}")
         return iidfile.read_text().strip()
+
+
+def _end(proc: subprocess.Popen[str]) -> None:
+    """Stop a child that is still running: SIGTERM, then SIGKILL after 10 s."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 # Containers ---------------------------------------------------------------------------
@@ -297,8 +319,10 @@ def run_capture(
     timeout: float = 120,
     environment: Mapping[str, str] | None = None,
     labels: Mapping[str, str] | None = None,
+    stderr: bool = True,
 ) -> tuple[int, str]:
-    """Run a short command in a throw-away container; return (exit code, stdout+stderr)."""
+    """Run a short command in a throw-away container; return (exit code, stdout+stderr),
+    or stdout alone without `stderr` (a command whose stdout is data)."""
     container = client.containers.create(
         image,
         command,
@@ -312,13 +336,19 @@ def run_capture(
             status = container.wait(timeout=timeout)
         except requests.exceptions.RequestException:
             container.kill()
+            shown = " ".join(command)
+            shown = shown if len(shown) < 120 else shown[:117] + "..."
             raise UserError(
-                f"`{' '.join(command)}` in {image} did not finish within {timeout:.0f} s."
+                f"`{shown}` in {image} did not finish within {timeout:.0f} s."
             ) from None
-        output = container.logs(stdout=True, stderr=True).decode(errors="replace")
+        output = container.logs(stdout=True, stderr=stderr).decode(errors="replace")
         return int(status.get("StatusCode", -1)), output
     finally:
         _remove_container(container)
+
+
+class EngineGone(UserError):
+    """The engine stopped answering while it ran a container (restarted, stopped, crashed)."""
 
 
 def run(
@@ -335,7 +365,8 @@ def run(
     `config` is docker-py's `containers.create` keyword arguments, exactly as
     `--dry-run` shows them. Output streams live to `emit`; stdout and stderr land in
     the two `logs` files whatever happens, Ctrl-C included, and the container is
-    removed before this returns or raises.
+    removed before this returns or raises. If the engine goes away meanwhile, this
+    raises `EngineGone` at once instead of waiting for an engine that may not return.
     """
     container = client.containers.create(**config, name=name[:120])
     streamer = None
@@ -343,21 +374,92 @@ def run(
         container.start()
         streamer = threading.Thread(target=_stream, args=(container, emit), daemon=True)
         streamer.start()
-        try:
-            status = container.wait(timeout=timeout)
-        except requests.exceptions.RequestException:
-            container.kill()
-            return None
-        return int(status.get("StatusCode", -1))
+        code = _wait(container, timeout)
+        _save_logs(container, logs)
+        return code
+    except BaseException:
+        with contextlib.suppress(docker.errors.APIError, requests.exceptions.RequestException):
+            _save_logs(container, logs)  # Ctrl-C: the logs so far
+        raise
     finally:
-        try:
-            for path, out in zip(logs, (True, False), strict=True):
-                path.write_bytes(container.logs(stdout=out, stderr=not out))
-        except docker.errors.APIError:
-            pass
-        _remove_container(container)
+        with contextlib.suppress(requests.exceptions.RequestException):
+            _remove_container(container)  # else the engine is gone: `runs clean` does it later
         if streamer is not None:
             streamer.join(timeout=2)
+
+
+def _wait(container: Any, timeout: float) -> int | None:
+    """The container's exit code; None when it ran past `timeout` (then it is killed).
+
+    Over a unix socket a wait that runs out of time surfaces as a ConnectionError ("Read
+    timed out"), as an engine that went away does; the engine answering tells them apart.
+    """
+    started = time.monotonic()
+    try:
+        status = container.wait(timeout=timeout)
+    except requests.exceptions.RequestException as exc:
+        if time.monotonic() - started >= timeout and _answers(container):
+            container.kill()
+            return None
+        raise _gone(exc) from None
+    return int(status.get("StatusCode", -1))
+
+
+def _answers(container: Any) -> bool:
+    try:
+        container.reload()
+    except (docker.errors.APIError, requests.exceptions.RequestException):
+        return False
+    return True
+
+
+def _save_logs(container: Any, logs: tuple[Path, Path]) -> None:
+    try:
+        for path, out in zip(logs, (True, False), strict=True):
+            path.write_bytes(container.logs(stdout=out, stderr=not out))
+    except requests.exceptions.RequestException as exc:
+        raise _gone(exc) from None
+
+
+def _gone(exc: BaseException) -> EngineGone:
+    return EngineGone(
+        f"the Docker Engine stopped answering mid-run ({_first_line(exc)}); an engine "
+        "that stops or restarts stops its containers, so the run cannot be trusted"
+    )
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).split("\n")[0][:160]
+
+
+@dataclass(frozen=True)
+class Container:
+    """A container of ours as `runs clean` sees it."""
+
+    id: str
+    name: str
+    status: str
+    labels: dict[str, str]
+
+
+def containers(client: Client, label: str) -> list[Container]:
+    """Containers in any state that carry `label` (`key` or `key=value`)."""
+    found = client.containers.list(all=True, filters={"label": label})
+    return [Container(c.id, c.name, c.status, dict(c.labels)) for c in found]
+
+
+def running_containers(client: Client) -> dict[str, str] | None:
+    """Id to name of every running container, anyone's; None when the engine does not answer."""
+    try:
+        return {c.id: c.name for c in client.containers.list()}
+    except (docker.errors.DockerException, requests.exceptions.RequestException):
+        return None
+
+
+def remove_container(client: Client, container_id: str) -> None:
+    """Stop (SIGKILL) and remove a container; one already gone is fine."""
+    with contextlib.suppress(docker.errors.NotFound):
+        _remove_container(client.containers.get(container_id))
 
 
 def _stream(container: Any, emit: Emit) -> None:

@@ -2,7 +2,9 @@
 
 Everything the tool leaves on disk (result.json, lockfiles, reports, downloaded
 inputs, checksum sidecars) goes through `atomic_writer`: a temporary name in the same
-directory, flushed and fsync'd, then renamed over the target.
+directory, flushed and fsync'd, then renamed over the target. Everything read back
+goes through `read_model`, which turns a missing, cut-short or edited file into one
+paragraph naming the file and the fix.
 """
 
 from __future__ import annotations
@@ -12,7 +14,11 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from orchestrator.core.errors import UserError
 
 
 @contextlib.contextmanager
@@ -40,3 +46,43 @@ def write_atomic(path: Path, data: str | bytes) -> Path:
     with atomic_writer(path) as out:
         out.write(data.encode() if isinstance(data, str) else data)
     return path
+
+
+# Reading records -----------------------------------------------------------------------
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class DamagedRecord(UserError):
+    """A record on disk (or in a label) is missing, truncated or not what it should be."""
+
+
+def read_model(path: Path, model: type[M], what: str, fix: str) -> M:
+    """The `model` stored as JSON in `path`, or a `DamagedRecord` naming it and `fix`."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise DamagedRecord(f"{path} ({what}) is missing. {fix}") from None
+    except OSError as exc:
+        raise DamagedRecord(f"{path} ({what}) cannot be read: {exc.strerror}. {fix}") from None
+    return parse_model(raw, model, f"{path} ({what})", fix)
+
+
+def parse_model(raw: str | bytes, model: type[M], where: str, fix: str) -> M:
+    """`raw` JSON as `model`, or a `DamagedRecord` saying what is wrong with `where`."""
+    try:
+        return model.model_validate_json(raw)
+    except ValidationError as exc:
+        raise DamagedRecord(f"{where} is damaged: {damage(exc)}. {fix}") from None
+
+
+def damage(exc: ValidationError) -> str:
+    """One line on what is wrong: cut short, not JSON, or which field is wrong."""
+    first = exc.errors()[0]
+    if first["type"] == "json_invalid":
+        detail = str(first.get("ctx", {}).get("error", first["msg"]))
+        cut = "EOF" in detail
+        return f"{'it ends mid-way' if cut else 'it is not valid JSON'} ({detail})"
+    where = ".".join(str(p) for p in first["loc"]) or "the top level"
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{where}: {first['msg']}{more}"

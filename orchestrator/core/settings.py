@@ -49,20 +49,39 @@ IMAGE_REF = re.compile(
 
 
 class GromacsSource(BaseModel):
-    """GROMACS source: `git+<url>` + branch/tag/commit, or `deb-src:<package>` + version."""
+    """GROMACS source: `git+<url>` + branch/tag/commit, `deb-src:<package>` + version, a
+    `.tar.gz` URL, or a local `.tar.gz` file (absolute path) whose `sha256` must be given,
+    for machines that cannot reach upstream."""
 
     url: str
     ref: str
+    sha256: str | None = None
 
     @field_validator("url")
     @classmethod
     def _known_scheme(cls, value: str) -> str:
         if not (value.startswith(("git+", "deb-src:")) or value.endswith(".tar.gz")):
             raise ValueError(
-                "must be 'git+<repository url>', 'deb-src:<debian source package>' "
-                "or a URL ending in .tar.gz"
+                "must be 'git+<repository url>', 'deb-src:<debian source package>', "
+                "a URL ending in .tar.gz, or the absolute path of a local .tar.gz"
             )
         return value
+
+    @field_validator("sha256")
+    @classmethod
+    def _hex(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[0-9a-f]{64}", value):
+            raise ValueError("must be the 64 lowercase hex digits of a sha256")
+        return value
+
+    @property
+    def local(self) -> bool:
+        """A tarball on this machine: sent in the build context, never downloaded."""
+        return self.url.startswith(("/", "file://"))
+
+    @property
+    def path(self) -> Path:
+        return Path(self.url.removeprefix("file://"))
 
 
 class Settings(BaseSettings):
@@ -95,6 +114,11 @@ class Settings(BaseSettings):
         description="folders of your own recipes (`:`-separated), searched before the shipped ones",
     )
     rocm_version: str = Field("7.12", description="ROCm release the images pin")
+    rocm_stack: Literal["amd", "debian"] = Field(
+        "amd",
+        description="where the ROCm platform's base and stable compiler come from: AMD's "
+        "ROCm image, or Debian's ROCm packages (no registry needed)",
+    )
     gpu_arch: str | None = Field(
         None, description="GPU target (gfx...); detected from the host, else gfx1201"
     )

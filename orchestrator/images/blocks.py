@@ -40,6 +40,6 @@ def template_platform(template: str) -> str | None:
     """The platform a template is written for; None for the platform-neutral toolchains."""
     for platform in PLATFORMS:
         flavors = (gromacs.template(flavor, platform.name) for flavor in gromacs.FLAVORS)
-        if template in (builder.template(platform.name), *flavors):
+        if template in (*platform.builder_templates(), *flavors):
             return platform.name
     return None

@@ -30,21 +30,32 @@ REPO = "gmxbench-builder"
 EXAMPLE_TAG = "-example"
 
 
-def template(platform: str) -> str:
-    return f"{platform}-base"
+def template(settings: Settings) -> str:
+    return active(settings).builder_template(settings)
 
 
 def context(settings: Settings) -> dict[str, Any]:
     return active(settings).builder_context(settings)
 
 
+def settings_for(name: str, settings: Settings) -> Settings | None:
+    """`settings` on the platform (and stack) whose builder template is `name`."""
+    for platform in PLATFORMS:
+        selects = platform.builder_templates().get(name)
+        if selects is not None:
+            return on(settings, platform.name).model_copy(update=selects)
+    return None
+
+
 def example_context(name: str, settings: Settings) -> dict[str, Any]:
     """The context of template `name`, on the platform it is written for."""
-    return context(on(settings, name.removesuffix("-base")))
+    chosen = settings_for(name, settings)
+    assert chosen is not None, name
+    return context(chosen)
 
 
 def templates() -> list[str]:
-    return [template(platform.name) for platform in PLATFORMS]
+    return [name for platform in PLATFORMS for name in platform.builder_templates()]
 
 
 def example_tag(settings: Settings) -> str:
@@ -56,7 +67,7 @@ def ensure_builder(client: Client, settings: Settings, emit: Emit = ignore) -> R
     """The platform's builder base, built when its inputs are new."""
     base = ensure_base(client, settings, emit)
     platform = active(settings)
-    name = template(platform.name)
+    name = template(settings)
     dockerfile = render(name, context(settings))
     key = inputs_key(name, dockerfile, base.id)
     tag = f"{REPO}:{platform.name}-{key[:12]}"

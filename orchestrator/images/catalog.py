@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from orchestrator.core import engine
+from orchestrator.core import engine, interrupts
 from orchestrator.core.engine import Client, Image
 from orchestrator.core.errors import UserError
-from orchestrator.core.events import Emit
+from orchestrator.core.events import Caution, Emit, ignore
+from orchestrator.core.files import DamagedRecord
 from orchestrator.core.settings import Settings
 from orchestrator.images.provenance import (
     INPUTS_LABEL,
@@ -139,8 +140,9 @@ def label_and_tag(
     final_id = engine.build(
         client, f"FROM {image_id}\n", what=f"labels of {tags[0]}", labels=labels, emit=emit
     )
-    for tag in tags:
-        engine.tag(client, final_id, tag)
+    with interrupts.deferred():  # all tags or none
+        for tag in tags:
+            engine.tag(client, final_id, tag)
     return final_id
 
 
@@ -153,21 +155,28 @@ def refuse_overwrite(client: Client, tag: str, key: str) -> None:
         )
 
 
-def probe(client: Client, image: str, command: list[str], timeout: float = 120) -> tuple[int, str]:
+def probe(
+    client: Client, image: str, command: list[str], timeout: float = 120, stderr: bool = True
+) -> tuple[int, str]:
     """Run a short command in `image` (a labelled, throw-away container)."""
     return engine.run_capture(
-        client, image, command, timeout=timeout, labels=container_labels("probe")
+        client, image, command, timeout=timeout, labels=container_labels("probe"), stderr=stderr
     )
 
 
-def list_images(client: Client, kinds: tuple[str, ...] = ("gromacs",)) -> list[ImageRecord]:
-    """Records of the project's tagged images, newest first."""
-    records = [
-        ImageRecord.from_labels(tag, image.id, image.labels)
-        for image in engine.images(client, [KIND_LABEL])
-        if image.labels.get(KIND_LABEL) in kinds and is_ours(image)
-        for tag in image.tags
-    ]
+def list_images(
+    client: Client, kinds: tuple[str, ...] = ("gromacs",), emit: Emit = ignore
+) -> list[ImageRecord]:
+    """Records of the project's tagged images, newest first; damaged ones said and left out."""
+    records = []
+    for image in engine.images(client, [KIND_LABEL]):
+        if image.labels.get(KIND_LABEL) not in kinds or not is_ours(image):
+            continue
+        for tag in image.tags:
+            try:
+                records.append(ImageRecord.from_labels(tag, image.id, image.labels))
+            except DamagedRecord as exc:
+                emit(Caution(f"left out {tag}: {exc.message}"))
     return sorted(records, key=lambda r: (r.created or "", r.tag), reverse=True)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import shlex
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,12 +19,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from orchestrator.core import engine
+from orchestrator.core import engine, interrupts
 from orchestrator.core.engine import Client, Image
 from orchestrator.core.errors import UsageError, UserError
-from orchestrator.core.events import Emit, Message, ignore
+from orchestrator.core.events import Caution, Emit, Message, ignore
 from orchestrator.core.settings import GromacsSource, Settings
-from orchestrator.images import builder, toolchain, toolchain_llvm, toolchain_package
+from orchestrator.images import builder, fingerprint, toolchain, toolchain_llvm, toolchain_package
 from orchestrator.images.catalog import (
     Ref,
     find_by_inputs,
@@ -44,16 +45,26 @@ from orchestrator.images.provenance import (
     save_lockfile,
 )
 from orchestrator.images.render import render, uses_buildkit
+from orchestrator.parsers.codegen import Codegen
 from orchestrator.platforms import PLATFORMS, active, on
-from orchestrator.platforms.base import BuildFacts, Compiler, Flavor, Platform
+from orchestrator.platforms.base import (
+    BuildFacts,
+    CompileCacheStats,
+    Compiler,
+    Flavor,
+    Platform,
+)
 
 REPO = "gromacs"
 DEV_CURRENT = f"{REPO}:dev-current"
 FLAVORS: tuple[Flavor, ...] = ("stable", "dev")
 #: Fixed build date (`__DATE__`, GROMACS build info): identical rebuilds need one.
 SOURCE_DATE_EPOCH = 1704067200
+#: The build argument (`ARG` in `_gromacs-build.j2`) that bypasses the compile cache.
+NO_COMPILE_CACHE = "GMXBENCH_NO_COMPILE_CACHE"
 
 EXAMPLE_COMMIT = "7f24a2dbf3" + "0" * 30
+EXAMPLE_BUILDER_ID = "sha256:" + "b" * 64
 #: The dev build time of the examples (the field report's dev-llvm-d7fead0f-20260516-0243).
 EXAMPLE_WHEN = datetime(2026, 5, 16, 2, 43, tzinfo=UTC)
 
@@ -61,7 +72,7 @@ EXAMPLE_WHEN = datetime(2026, 5, 16, 2, 43, tzinfo=UTC)
 class SourceSpec(BaseModel):
     """GROMACS source pinned as far as it can be before the build (sha256 is known after)."""
 
-    scheme: Literal["git", "deb-src", "tarball"]
+    scheme: Literal["git", "deb-src", "tarball", "file"]
     url: str
     ref: str
     package: str | None = None
@@ -75,7 +86,33 @@ class SourceSpec(BaseModel):
         if source.url.startswith("deb-src:"):
             package = source.url.removeprefix("deb-src:")
             return cls(scheme="deb-src", url=source.url, ref=source.ref, package=package)
-        return cls(scheme="tarball", url=source.url, ref=source.ref)
+        if source.local:
+            return cls(scheme="file", url=str(source.path), ref=source.ref, sha256=source.sha256)
+        return cls(scheme="tarball", url=source.url, ref=source.ref, sha256=source.sha256)
+
+    def context_files(self) -> dict[str, bytes | Path]:
+        """What the build context must carry: a local tarball, checked against its sha256."""
+        if self.scheme != "file":
+            return {}
+        path = Path(self.url)
+        if not path.is_file():
+            raise UserError(
+                f"The GROMACS source tarball {path} does not exist. Set ORCH_GROMACS__URL to "
+                f"the absolute path of a GROMACS .tar.gz on this machine."
+            )
+        digest = file_sha256(path)
+        if self.sha256 is None:
+            raise UsageError(
+                f"A local GROMACS tarball needs its sha256, so every image names exactly "
+                f"what it was built from: set ORCH_GROMACS__SHA256={digest} (the sha256 of "
+                f"{path} now) after checking it against the published checksum."
+            )
+        if digest != self.sha256:
+            raise UserError(
+                f"{path} has sha256 {digest}, but ORCH_GROMACS__SHA256 says {self.sha256}: "
+                f"the file changed or is not the one meant. Restore it or fix the setting."
+            )
+        return {"gromacs.tar.gz": path}
 
     @property
     def revision(self) -> str | None:
@@ -83,6 +120,19 @@ class SourceSpec(BaseModel):
         if self.commit:
             return self.commit
         return f"sha256:{self.sha256}" if self.sha256 else None
+
+    def cache_key(self) -> str:
+        """What identifies this source for the compile cache (short and stable)."""
+        ident = f"{self.scheme}\0{self.url}\0{self.ref}\0{self.commit}\0{self.sha256}"
+        return hashlib.sha256(ident.encode()).hexdigest()[:12]
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def gromacs_ref(name: str) -> str:
@@ -114,11 +164,20 @@ def shell_words(flags: list[str]) -> list[str]:
     return words
 
 
+def compile_cache_id(platform: str, builder_id: str, source: SourceSpec) -> str:
+    """The BuildKit cache mount of the compile cache: one per platform, builder and source,
+    shared by stable and dev builds (ccache keeps what each compiler made apart)."""
+    return f"gmxbench-ccache-{platform}-{builder_id.removeprefix('sha256:')[:12]}-" + (
+        source.cache_key()
+    )
+
+
 def context(
     settings: Settings,
     *,
     flavor: Flavor,
     builder_image: str,
+    builder_id: str,
     compiler_image: str,
     compiler: Compiler,
     source: SourceSpec,
@@ -137,6 +196,8 @@ def context(
         "prefix": prefix,
         "cmake_flags": shell_words(flags),
         "raw_cmake_flags": flags,
+        "launchers": [f"-DCMAKE_{lang}_COMPILER_LAUNCHER=ccache" for lang in platform.languages],
+        "compile_cache": compile_cache_id(platform.name, builder_id, source),
         "cc": compiler.cc,
         "cxx": compiler.cxx,
         "hip_compiler": compiler.hip or "",
@@ -168,6 +229,7 @@ def example_context(name: str, settings: Settings) -> dict[str, Any]:
         settings,
         flavor=flavor,
         builder_image=builder_image,
+        builder_id=EXAMPLE_BUILDER_ID,
         compiler_image=builder_image if flavor == "stable" else toolchain.example_tag(settings),
         compiler=compiler,
         source=source,
@@ -210,8 +272,9 @@ def build_gromacs(
 
     def context_for(build_name: str) -> dict[str, Any]:
         return context(
-            settings, flavor=flavor, builder_image=base.tag, compiler_image=compiler_image.tag,
-            compiler=compiler, source=source, build_name=build_name,
+            settings, flavor=flavor, builder_image=base.tag, builder_id=base.id,
+            compiler_image=compiler_image.tag, compiler=compiler, source=source,
+            build_name=build_name,
         )  # fmt: skip
 
     key = inputs_key(name, render(name, context_for(planned)), base.id, compiler_image.id)
@@ -221,6 +284,10 @@ def build_gromacs(
         keep_tag(client, existing, record.tag)
         emit(Message(f"up to date: {record.tag} ({existing.id[:19]}), nothing to build"))
         ensure_lockfile(settings.results_dir, existing, record)
+        if not fingerprint.codegen_path(settings.results_dir, record.tag).exists():
+            codegen = _fingerprint(client, existing.id, record, emit)
+            if codegen is not None:
+                fingerprint.save(settings.results_dir, codegen, record.tag)
         if flavor == "dev":
             engine.tag(client, existing.id, DEV_CURRENT)
         return record
@@ -231,10 +298,15 @@ def build_gromacs(
     ctx = context_for(build_name)
     dockerfile = render(name, ctx)
     emit(Message(f"building {tag} with {platform.compiler_under_test(compiler)}"))
+    started = time.monotonic()
     image_id = engine.build(
-        client, dockerfile, what=tag, buildkit=uses_buildkit(dockerfile), emit=emit
-    )
+        client, dockerfile, what=tag, files=source.context_files(),
+        buildkit=uses_buildkit(dockerfile), emit=emit,
+    )  # fmt: skip
+    build_seconds = round(time.monotonic() - started, 1)
     facts = check_build(client, image_id, settings, flavor, compiler, ctx["prefix"])
+    if facts.compile_cache is not None:
+        emit(Message(f"compile cache: {facts.compile_cache.summary()}"))
     builder_image = engine.image(client, base.id)
     base_digest = builder_image.labels.get(label("base_digest")) if builder_image else None
     source.sha256 = facts.source_sha256 or source.sha256
@@ -257,6 +329,7 @@ def build_gromacs(
         simd=settings.simd,
         **platform.record_values(settings),
     )  # fmt: skip
+    codegen = _fingerprint(client, image_id, record, emit)
     tags = [tag, DEV_CURRENT] if flavor == "dev" else [tag]
     lock = Lockfile(
         record=record,
@@ -268,11 +341,31 @@ def build_gromacs(
         builder=base.tag,
         packages=facts.packages,
         gmx_version_info=facts.version_info,
+        build_seconds=build_seconds,
+        compile_cache=facts.compile_cache,
+        codegen_functions=len(codegen.kernels) if codegen else None,
+        codegen_seconds=codegen.probe_seconds if codegen else None,
     )
-    record.id = label_and_tag(client, image_id, record, tags, emit, extra_labels=lock.embedded())
-    path = save_lockfile(settings.results_dir, lock)
+    with interrupts.deferred():  # tagged means its lockfile is on disk
+        record.id = label_and_tag(client, image_id, record, tags, emit, lock.embedded())
+        path = save_lockfile(settings.results_dir, lock)
+        if codegen is not None:
+            fingerprint.save(settings.results_dir, codegen, tag)
     emit(Message(f"tagged {', '.join(tags)}; lockfile {path}"))
     return record
+
+
+def _fingerprint(client: Client, image_id: str, record: ImageRecord, emit: Emit) -> Codegen | None:
+    """The new image's codegen fingerprint; a failed probe is said, not fatal (the image
+    keeps what the probe reads, so `codegen diff` can take it again later)."""
+    try:
+        codegen = fingerprint.fingerprint(client, image_id, record)
+    except UserError as exc:
+        emit(Caution(f"no codegen fingerprint for {record.tag}: {exc.message}"))
+        return None
+    emit(Message(f"codegen fingerprint: {len(codegen.kernels)} functions "
+                 f"({codegen.probe_seconds:.1f} s)"))  # fmt: skip
+    return codegen
 
 
 def record_of(image: Image) -> ImageRecord:
@@ -309,6 +402,7 @@ readlink -f "$(gmx --version 2>/dev/null | sed -n 's/^C++ compiler: *\([^ ]*\).*
 echo '@@sha'; cat /src/gromacs.tar.gz.sha256 2>/dev/null
 echo '@@cmake'; grep -h '^CMAKE_[A-Z]*_COMPILER:' {prefix}/CMakeCache.txt 2>/dev/null
 echo '@@packages'; dpkg-query -W -f='${{Package}}=${{Version}}\n' 2>/dev/null
+echo '@@cache'; cat /opt/gmxbench/compile-cache.txt 2>/dev/null
 """
 
 
@@ -340,6 +434,7 @@ def parse_facts(out: str) -> BuildFacts:
         cmake_compilers=cmake,
         source_sha256=sections.get("sha", "").strip() or None,
         packages=_pairs(sections.get("packages", ""), "="),
+        compile_cache=CompileCacheStats.parse(sections.get("cache", "")),
     )
 
 

@@ -19,7 +19,7 @@ from orchestrator.core.errors import UserError
 from orchestrator.core.settings import Settings
 from orchestrator.images.blocks import example_context, template_platform
 from orchestrator.images.render import render, templates
-from orchestrator.platforms import names, on
+from orchestrator.platforms import get, names, on
 
 #: Rules not applied, each with the reason. Nothing is ignored without one.
 IGNORED: dict[str, str] = {
@@ -48,19 +48,24 @@ class Finding:
 
 
 def variants(settings: Settings) -> list[tuple[str, str, Settings]]:
-    """(label, template, settings) for every template on every platform it is built for."""
+    """(label, template, settings) for every template on every platform (and stack of a
+    platform, such as ROCm's AMD and Debian stacks) it is built for."""
     out: list[tuple[str, str, Settings]] = []
     for template in templates():
         fixed = template_platform(template)
         for platform in (fixed,) if fixed else names():
-            here = on(settings, platform)
-            if template == "toolchain-llvm":
-                for kind, source in LLVM_SOURCES.items():
-                    llvm = here.model_copy(update={"llvm_source": source})
-                    out.append((f"{template} ({platform}, {kind})", template, llvm))
-            else:
-                label = template if fixed else f"{template} ({platform})"
-                out.append((label, template, here))
+            stacks = get(platform).builder_templates()
+            if template in stacks:  # a builder template belongs to one stack
+                stacks = {template: stacks[template]}
+            for update in stacks.values():
+                here = on(settings, platform).model_copy(update=update)
+                where = ", ".join([*([] if fixed else [platform]), *map(str, update.values())])
+                if template == "toolchain-llvm":
+                    for kind, source in LLVM_SOURCES.items():
+                        llvm = here.model_copy(update={"llvm_source": source})
+                        out.append((f"{template} ({where}, {kind})", template, llvm))
+                else:
+                    out.append((f"{template} ({where})" if where else template, template, here))
     return out
 
 

@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from orchestrator.core.errors import UserError
-from orchestrator.core.files import write_atomic
+from orchestrator.core.files import DamagedRecord, damage, read_model, write_atomic
+from orchestrator.platforms.base import CompileCacheStats
 
 #: Prefix of every label this project puts on images and containers.
 LABEL_PREFIX = "gmxbench."
@@ -32,13 +32,18 @@ LOCK_LABEL = label("lockfile")
 LAYERS_LABEL = label("layers")
 #: A toolchain image's `Compiler`, as JSON.
 TOOLCHAIN_LABEL = label("toolchain_json")
-#: On containers: what the container is for (`run`, `probe`) and which run it is.
-ROLE_LABEL, RUN_LABEL = label("role"), label("run")
+#: On containers: what the container is for (`run`, `probe`), which run it is, and the
+#: process that started it (JSON of `runs.liveness.Owner`), so `runs clean` can tell a
+#: container whose process died from one whose process is still waiting on it.
+ROLE_LABEL, RUN_LABEL, OWNER_LABEL = label("role"), label("run"), label("owner")
 
 
-def container_labels(role: str, run_id: str | None = None) -> dict[str, str]:
+def container_labels(
+    role: str, run_id: str | None = None, owner: str | None = None
+) -> dict[str, str]:
     """Labels of a container we start, so none can outlive us unnoticed."""
-    return {ROLE_LABEL: role, **({RUN_LABEL: run_id} if run_id else {})}
+    labels = {ROLE_LABEL: role, **({RUN_LABEL: run_id} if run_id else {})}
+    return {**labels, **({OWNER_LABEL: owner} if owner else {})}
 
 
 class ImageRecord(BaseModel):
@@ -52,6 +57,7 @@ class ImageRecord(BaseModel):
     base_image: str | None = None
     base_digest: str | None = None
     rocm_version: str | None = None
+    rocm_stack: str | None = None
     gromacs_source: str | None = None
     gromacs_ref: str | None = None
     gromacs_commit: str | None = None
@@ -93,17 +99,25 @@ class ImageRecord(BaseModel):
     @classmethod
     def from_labels(cls, tag: str, image_id: str, labels: dict[str, str]) -> ImageRecord:
         data: dict[str, Any] = {"tag": tag, "id": image_id}
-        for name, field in cls.model_fields.items():
-            raw = labels.get(label(name))
-            if raw is None or name in ("tag", "id"):
-                continue
-            if field.annotation == list[str]:
-                data[name] = json.loads(raw)
-            elif field.annotation is bool:
-                data[name] = raw == "true"
-            else:
-                data[name] = raw
-        return cls.model_validate(data)
+        try:
+            for name, field in cls.model_fields.items():
+                raw = labels.get(label(name))
+                if raw is None or name in ("tag", "id"):
+                    continue
+                if field.annotation == list[str]:
+                    data[name] = json.loads(raw)
+                elif field.annotation is bool:
+                    data[name] = raw == "true"
+                else:
+                    data[name] = raw
+            return cls.model_validate(data)
+        except ValueError as exc:  # JSON or validation
+            reason = damage(exc) if isinstance(exc, ValidationError) else str(exc)
+            raise DamagedRecord(
+                f"The labels of image {tag} ({image_id[:19]}) are damaged: {reason}. "
+                f"Remove it (`docker rmi {tag}`) and build it again, or `nox -s rebuild -- "
+                f"{tag}` rebuilds it from its lockfile."
+            ) from None
 
 
 class Lockfile(BaseModel):
@@ -125,6 +139,12 @@ class Lockfile(BaseModel):
     packages: dict[str, str] = Field(default_factory=dict)
     gmx_version_info: dict[str, str] = Field(default_factory=dict)
     registry_digest: str | None = None
+    #: How long the build took and what the compile cache did (None before schema 3 data).
+    build_seconds: float | None = None
+    compile_cache: CompileCacheStats | None = None
+    #: The codegen fingerprint taken at build time (`<tag>.codegen.json` beside this file).
+    codegen_functions: int | None = None
+    codegen_seconds: float | None = None
 
     def embedded(self) -> dict[str, str]:
         """The label that carries this lockfile inside its image (which cannot know its id)."""
@@ -145,8 +165,15 @@ def save_lockfile(results_dir: Path, lock: Lockfile) -> Path:
     return write_atomic(path, lock.model_dump_json(indent=2) + "\n")
 
 
+LOCKFILE_FIX = (
+    "Delete it: an image built here carries its lockfile in a label, and the next "
+    "`build` or `rebuild` of that tag writes the file back; without the image, restore "
+    "the file from a copy or a share archive."
+)
+
+
 def load_lockfile(path: Path) -> Lockfile:
-    return Lockfile.model_validate_json(path.read_text())
+    return read_model(path, Lockfile, "a lockfile", LOCKFILE_FIX)
 
 
 def parse_lockfile(
@@ -161,8 +188,8 @@ def parse_lockfile(
         if image_id is not None:
             data["record"]["id"] = image_id
         return Lockfile.model_validate(data)
-    except (ValueError, TypeError, KeyError, ValidationError) as exc:
-        reason = str(exc).splitlines()[0][:200]
-        raise UserError(
-            f"{where} is not a lockfile of this tool ({reason}). {hint}".strip()
+    except (ValueError, TypeError, KeyError) as exc:  # ValidationError is a ValueError
+        reason = damage(exc) if isinstance(exc, ValidationError) else str(exc).splitlines()[0]
+        raise DamagedRecord(
+            f"{where} is damaged or not a lockfile of this tool ({reason[:200]}). {hint}".strip()
         ) from None

@@ -11,6 +11,7 @@ from orchestrator.core import engine
 from orchestrator.core.engine import Client
 from orchestrator.core.errors import UserError
 from orchestrator.core.events import Emit
+from orchestrator.core.files import parse_model
 from orchestrator.core.settings import Settings
 from orchestrator.images.catalog import label_and_tag, new_record, probe
 from orchestrator.images.provenance import TOOLCHAIN_LABEL
@@ -71,6 +72,7 @@ def compiler_of(client: Client, tag: str) -> Compiler:
             f"{tag} is not a toolchain image of this tool (it has no {TOOLCHAIN_LABEL} "
             f"label). Build one with `nox -s build -- toolchain --package clang-16`."
         )
-    compiler = Compiler.model_validate_json(raw)
+    fix = f"Remove it (`docker rmi {tag}`) and build the toolchain again."
+    compiler = parse_model(raw, Compiler, f"the {TOOLCHAIN_LABEL} label of {tag}", fix)
     compiler.toolchain_image, compiler.toolchain_id = tag, image.id
     return compiler

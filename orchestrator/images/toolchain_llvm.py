@@ -9,6 +9,7 @@ Template: `toolchain-llvm`; tag: `gmxbench-toolchain:<platform>-llvm-<hash>[-dir
 from __future__ import annotations
 
 import hashlib
+import re
 import subprocess
 import tempfile
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any, Literal
 from orchestrator.core import engine
 from orchestrator.core.engine import Client
 from orchestrator.core.errors import UserError
-from orchestrator.core.events import Emit, Message, ignore
+from orchestrator.core.events import Emit, Event, Message, ignore
 from orchestrator.core.settings import Settings
 from orchestrator.images import builder, toolchain
 from orchestrator.images.catalog import inputs_key
@@ -147,7 +148,18 @@ def ensure_toolchain_llvm(
                 f"building LLVM {commit.label} (hours the first time, minutes after one-file edits)"
             )
         )
-        image_id = engine.build(client, dockerfile, what=tag, files=files, buildkit=True, emit=emit)
+        progress = NinjaProgress()
+
+        def watch(event: Event) -> None:
+            if isinstance(event, Message):
+                progress.feed(event.text)
+            emit(event)
+
+        image_id = engine.build(
+            client, dockerfile, what=tag, files=files, buildkit=True, emit=watch
+        )
+    if progress.seen:
+        emit(Message(progress.summary()))
     key = inputs_key(TEMPLATE, dockerfile, commit.diff_sha256 or "")
     toolchain.finish(client, settings, image_id, tag, key, compiler, emit)
     return tag
@@ -172,3 +184,66 @@ def _source_tarball(checkout: Path, commit: ResolvedCommit, tmp: Path) -> Path:
             f"git archive of {commit.label} in {checkout} failed: {proc.stderr.strip()}"
         )
     return out
+
+
+# ninja's progress lines as BuildKit's plain log shows them: `#12 3.4 [5/8] Linking …`.
+_NINJA_STEP = re.compile(r"^(?:#\d+ \d+(?:\.\d+)? )?\[(\d+)/(\d+)\] (.+)$")
+_NINJA_IDLE = re.compile(r"^(?:#\d+ \d+(?:\.\d+)? )?ninja: no work to do\.$")
+_COMPILE = re.compile(r"^Building (?:C|CXX|ASM|HIP|CUDA) object (\S+)$")
+_SHOWN = 10
+
+
+class NinjaProgress:
+    """How much of LLVM ninja rebuilt, read from its `[k/N] …` lines in the build log.
+
+    This is the proof that a one-file edit rebuilt one file (plus what depends on it)
+    and not LLVM: the user sees the step count and the sources compiled.
+    """
+
+    def __init__(self) -> None:
+        self.idle = False
+        self.compiled: dict[str, None] = {}  # in order, once each
+        self._done, self._planned = 0, 0  # earlier ninja runs in the same log
+        self._lines, self._step, self._of = 0, 0, 0  # the current run
+
+    @property
+    def steps(self) -> int:
+        return self._done + self._lines
+
+    @property
+    def total(self) -> int:
+        return self._planned + self._of
+
+    @property
+    def seen(self) -> bool:
+        return self.idle or self.steps > 0
+
+    def feed(self, text: str) -> None:
+        if _NINJA_IDLE.match(text):
+            self.idle = True
+            return
+        match = _NINJA_STEP.match(text)
+        if match is None:
+            return
+        step, of = int(match[1]), int(match[2])
+        # One line per step: a step is shown when it ends, except one that owns the
+        # console (the install), shown when it starts. N may shrink within a run (restat).
+        if step < self._step:  # ninja started again
+            self._done, self._planned, self._lines = self.steps, self.total, 0
+        self._lines, self._step, self._of = self._lines + 1, step, of
+        compiled = _COMPILE.match(match[3])
+        if compiled:
+            source = re.sub(r"CMakeFiles/[^/]+\.dir/", "", compiled[1])
+            self.compiled[re.sub(r"\.(o|obj)$", "", source)] = None
+
+    def summary(self) -> str:
+        """`ninja: 8 of 8 steps, compiled 2 files: a.cpp, b.cpp`, or `ninja: no work to do`."""
+        if not self.steps:
+            return "ninja: no work to do"
+        files = list(self.compiled)
+        text = f"ninja: {self.steps} of {self.total} steps, compiled "
+        if not files:
+            return text + "nothing"
+        text += f"{len(files)} file{'s' if len(files) != 1 else ''}: "
+        text += ", ".join(files[:_SHOWN])
+        return text + (f" and {len(files) - _SHOWN} more" if len(files) > _SHOWN else "")

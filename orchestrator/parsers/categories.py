@@ -6,7 +6,9 @@ Kernel names (rocprofv3 / legacy rocprof; HIP upstream 2025-2026 and the 2026 HI
 the older ROCm/Gromacs fork, CUDA, SYCL, OpenCL) are reduced to their *base identifier*
 before matching, so demangled (``void gmx::nbnxmKernel<...>(...)``), mangled
 (``_ZN3gmxL11nbnxmKernelI...``, ``... .kd``), truncated (``-T``) and legacy
-(``... [clone .kd]``) spellings all match the same rule. If the base identifier matches
+(``... [clone .kd]``) spellings all match the same rule; an ``(anonymous namespace)`` scope
+is skipped and a name the profiler cut inside its template arguments is cut at the first
+unmatched ``<``, so the base identifier is never empty. If the base identifier matches
 no rule and the name is mangled, every other identifier in it is tried (SYCL kernel-name
 types can hide inside local-entity typeinfo names). First match wins; a name that matches
 no rule goes to ``other`` and is reported as *unknown*, so new kernels are noticed rather
@@ -20,6 +22,17 @@ Judgement calls:
 * Pair-list pruning and sorting (``...PruneOnly``, ``...BucketSciSort``, the rocPRIM/CUB
   device-scan kernels GROMACS launches only for the sci sort) and the fork's energy
   reduction ``nbnxmKernelSumUp`` count as ``nbnxm``; FEP kernels (``nbfe*``) too.
+* rocPRIM scans: GROMACS's only rocPRIM call is one ``exclusive_scan`` of ``int`` (the
+  sci-sort histogram, ``nbnxm_hip_data_mgmt.cpp``). rocPRIM >= 4 (ROCm 7) launches it as
+  ``trampoline_kernel<..., launch_lookback_scan<...>>`` (or ``launch_single_scan``), older
+  rocPRIM as ``lookback_scan_kernel`` / ``single_scan_kernel``: all ``nbnxm``. Their
+  ``init_lookback_scan_state_kernel`` is ``nbnxm`` only for an ``int`` scan state; the same
+  init kernel also serves rocPRIM partition/select (``unsigned``/``size_t``/tuple offset
+  states), which stays unknown rather than being counted as pair-list work. These are
+  :data:`CONTEXT_RULES`: they look at template arguments, not just the base name.
+* Profiler rows that are no kernel (legacy rocprof's ``<barrier packet>`` and
+  ``Unknown command type``, any ``<...>`` placeholder) are :data:`NOT_A_KERNEL`: kept in
+  the breakdown's ``excluded`` list, never in a category.
 * ``pmegrid_to_fftgrid`` / SYCL ``GridConverter`` (layout copy) and PME halo packing are
   ``memory``, not ``fft``: they run compiler-built code, FFT kernels do not.
 * Every FFT library kernel (VkFFT, rocFFT RTC and pre-RTC, cuFFT) is ``fft``; they are
@@ -29,11 +42,16 @@ Judgement calls:
   halo exchange kernels are known ``other``.
 
 CPU rows (``R E A L   C Y C L E   A N D   T I M E   A C C O U N T I N G``): ``Force`` →
-``nbnxm`` (on the CPU it is dominated by the nonbonded kernel, though it also holds
-bondeds), ``NB X/F buffer ops.`` → ``nbnxm``, the PME breakdown rows → their PME
+``nbnxm`` when the nonbonded kernel ran on the CPU (it dominates the row, though the row
+also holds bondeds), but → ``other`` when md.log shows the nonbonded work ran on a GPU
+(``-nb gpu``, ``Wait GPU NB`` rows, GPU task assignment): the row is then bonded and other
+CPU force work. ``NB X/F buffer ops.`` → ``nbnxm``, the PME breakdown rows → their PME
 category, ``PME 3D-FFT Comm.`` → ``fft``; everything else, including CPU waits for the
-GPU, → ``other``. ``PME mesh`` / ``PME GPU mesh`` are parents of the breakdown rows and
-``Rest`` / ``Total`` are sums: see :func:`cycle_row_counted`.
+GPU, → ``other``. GROMACS <= 2016 times spread and gather in one ``PME spread/gather``
+row: it goes to :data:`PME_SPREAD_GATHER`, outside the seven compared categories, so that
+neither ``pme_spread`` nor ``pme_gather`` claims time it did not measure alone.
+``PME mesh`` / ``PME GPU mesh`` are parents of the breakdown rows and ``Rest`` /
+``Total`` are sums: see :func:`cycle_row_counted`.
 """
 
 from __future__ import annotations
@@ -51,6 +69,13 @@ CATEGORIES: tuple[str, ...] = (
     "memory",
     "other",
 )
+
+#: Category of profiler rows that are no kernel; they are listed, never summed.
+NOT_A_KERNEL = "not_a_kernel"
+#: The combined CPU row of GROMACS <= 2016; not one of :data:`CATEGORIES` (see docstring).
+PME_SPREAD_GATHER = "pme_spread_gather"
+
+_PSEUDO_KERNEL = re.compile(r"^<[^<>]*>$|^Unknown command type$")
 
 
 class Rule(NamedTuple):
@@ -97,8 +122,8 @@ KERNEL_RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "nbnxm",
-        r"^(init_)?lookback_scan(_state)?_kernel|^DeviceScan(Init)?Kernel",
-        "rocPRIM/CUB device scan: only used for the GPU pair-list sci sort",
+        r"^(lookback|single)_scan_kernel$|^DeviceScan(Init)?Kernel",
+        "rocPRIM < 4 / CUB device scan: only used for the GPU pair-list sci sort",
     ),
     Rule(
         "other",
@@ -111,6 +136,37 @@ KERNEL_RULES: tuple[Rule, ...] = (
 
 _COMPILED: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (rule.category, re.compile(rule.pattern)) for rule in KERNEL_RULES
+)
+
+
+class ContextRule(NamedTuple):
+    """A rule for a generic wrapper kernel: base name and template arguments both match."""
+
+    category: str
+    base: str
+    arguments: str
+    note: str
+
+
+# Checked before KERNEL_RULES; ``arguments`` is searched in the whole (clean) name, which
+# holds the template arguments in demangled (``<...>``) or mangled (``I...E``) spelling.
+CONTEXT_RULES: tuple[ContextRule, ...] = (
+    ContextRule(
+        "nbnxm",
+        r"^trampoline_kernel$",
+        r"\blaunch_(lookback|single)_scan\b|20launch_lookback_scan|18launch_single_scan",
+        "rocPRIM >= 4 (ROCm 7) scan: the sci-sort exclusive scan",
+    ),
+    ContextRule(
+        "nbnxm",
+        r"^init_lookback_scan_state_kernel$",
+        r"lookback_scan_state<int[,>]|19lookback_scan_stateIi",
+        "init of an int scan state: the sci-sort scan (partition/select states differ)",
+    ),
+)
+
+_CONTEXT: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = tuple(
+    (rule.category, re.compile(rule.base), re.compile(rule.arguments)) for rule in CONTEXT_RULES
 )
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -158,14 +214,19 @@ def _mangled_base(name: str) -> str | None:
 
 
 def _demangled_base(name: str) -> str:
-    """``void gmx::nbnxmKernel<...>(args)`` → ``nbnxmKernel``."""
-    text = name
+    """``void gmx::nbnxmKernel<...>(args)`` → ``nbnxmKernel``.
+
+    ``(anonymous namespace)`` is a scope, not the parameter list, and a name that the
+    profiler truncated inside its template arguments keeps an unmatched ``<``: both are
+    cut away before the identifier is taken.
+    """
+    text = name.replace("(anonymous namespace)", "anonymous_namespace")
     for _ in range(16):
         reduced = _TEMPLATE_ARGS.sub("", text)
         if reduced == text:
             break
         text = reduced
-    head = text.split("(", 1)[0].strip() or text
+    head = text.split("(", 1)[0].split("<", 1)[0].strip() or text
     token = head.split()[-1] if head.split() else head
     return token.rsplit("::", 1)[-1]
 
@@ -196,12 +257,29 @@ def _match(identifier: str) -> str | None:
     return None
 
 
+def is_pseudo_kernel(name: str) -> bool:
+    """True for profiler rows that are no kernel (``<barrier packet>``, ...)."""
+    return _PSEUDO_KERNEL.match(name.strip().strip('"')) is not None
+
+
+def _match_context(base: str, clean: str) -> str | None:
+    for category, base_re, arguments in _CONTEXT:
+        if base_re.search(base) and arguments.search(clean):
+            return category
+    return None
+
+
 @lru_cache(maxsize=65536)
 def classify(name: str) -> tuple[str, bool]:
-    """``(category, known)``; ``known`` is False when only the catch-all matched."""
+    """``(category, known)``; ``known`` is False when only the catch-all matched.
+
+    Pseudo-kernels give ``(NOT_A_KERNEL, True)``: known, and in no category.
+    """
+    if is_pseudo_kernel(name):
+        return NOT_A_KERNEL, True
     base = base_name(name)
-    category = _match(base)
     clean = _strip_suffixes(name)
+    category = _match_context(base, clean) or _match(base)
     if category is None and clean.startswith("_Z"):
         for ident in _identifiers(clean):
             if ident != base and (category := _match(ident)) is not None:
@@ -227,7 +305,7 @@ CYCLE_RULES: dict[str, str] = {
     "Nonbonded pruning": "nbnxm",
     "PME spread": "pme_spread",
     "PME spline": "pme_spread",
-    "PME spread/gather": "pme_spread",
+    "PME spread/gather": PME_SPREAD_GATHER,
     "PME gather": "pme_gather",
     "PME 3D-FFT": "fft",
     "PME 3D-FFT Comm.": "fft",
@@ -249,6 +327,7 @@ KNOWN_OTHER_CYCLE_ROWS: frozenset[str] = frozenset(
         "COM pull force", "AWH", "Write traj.", "Update", "Constraints", "Comm. energies",
         "Enforced rotation", "Add rot. forces", "Position swapping", "IMD", "MD Graph",
         "Test", "Kinetic energy", "Comp. energies", "GPU constr. setup",
+        "Inter-sim. signal.", "Wait GPU nonlocal", "Wait GPU local",
     }
 )  # fmt: skip
 
@@ -262,9 +341,16 @@ def _clean_row(name: str) -> str:
     return name[:-1].rstrip() if name.endswith("*") else name
 
 
-def categorize_cycle_row(name: str) -> str:
-    """Category of an md.log cycle-accounting row (``other`` for all unlisted rows)."""
-    return CYCLE_RULES.get(_clean_row(name), "other")
+def categorize_cycle_row(name: str, nonbonded_on_gpu: bool = False) -> str:
+    """Category of an md.log cycle-accounting row (``other`` for all unlisted rows).
+
+    With the nonbonded work on a GPU, ``Force`` is the CPU's bonded and other force work,
+    so it is ``other`` (see the module docstring).
+    """
+    clean = _clean_row(name)
+    if nonbonded_on_gpu and clean == "Force":
+        return "other"
+    return CYCLE_RULES.get(clean, "other")
 
 
 def cycle_row_known(name: str) -> bool:

@@ -1,10 +1,14 @@
-"""Tolerant parser for GROMACS md.log files (2021-2026, release and ``-dev`` builds).
+"""Tolerant parser for GROMACS md.log files (4.6-2026, release and ``-dev`` builds).
 
-Every part of a log is optional: a crashed, truncated or GPU-less run still yields what it
-has, with the rest ``None``. Only a file with no GROMACS header at all is an error. Tables
-are read by their headers (Performance units, cycle table rows, 15-character energy label
-columns), never by assuming a fixed column count, because the columns changed in 2026
-(``(ms/step)``, ``(Matom*steps/s)``) and with ``GMX_DETAILED_PERF_STATS``.
+Every part of a log is optional: a crashed, truncated or GPU-less run, or the tail of a
+cluster job's log without its header, still yields what it has, with the rest ``None``
+and the absent parts named in ``MdLog.missing``. Only a file with neither a GROMACS header
+nor any part of a run's output (cycle table, Performance line, averages) is an error.
+Tables are read by their headers (Performance units, cycle table rows, 15-character
+energy label columns), never by assuming a fixed column count, because the columns
+changed in 2026 (``(ms/step)``, ``(Matom*steps/s)``) and with ``GMX_DETAILED_PERF_STATS``.
+Versions are read from 2016+ (``GROMACS version: 2022.5``), 5.x (``VERSION 5.1.4``) and
+4.x (``:-)  VERSION 4.6.7  (-:``) spellings.
 """
 
 from __future__ import annotations
@@ -12,29 +16,20 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from orchestrator.core.errors import UserError
 from orchestrator.parsers.breakdown import KernelBreakdown, build_breakdown
-from orchestrator.parsers.categories import categorize_cycle_row, cycle_row_counted, cycle_row_known
+from orchestrator.parsers.categories import (
+    PME_SPREAD_GATHER,
+    categorize_cycle_row,
+    cycle_row_counted,
+    cycle_row_known,
+)
+from orchestrator.parsers.mdlog_cycles import CycleRow, Section, nonbonded_on_gpu, parse_cycles
 
-Section = Literal["main", "pme", "pp"]
-
-
-class CycleRow(BaseModel):
-    """One row of the real-cycle-and-time accounting table (or of a breakdown under it)."""
-
-    name: str
-    ranks: int | None = None
-    threads: int | None = None
-    calls: int | None = None
-    wall_seconds: float
-    giga_cycles: float
-    percent: float
-    section: Section = Field(description="main table, PME mesh breakdown or PP sub-counters")
-    pme_only: bool = Field(False, description="row marked '*': timed on separate PME ranks")
+__all__ = ["CycleRow", "MdLog", "PmeTuningStep", "Section", "cycle_breakdown", "parse_mdlog"]
 
 
 class PmeTuningStep(BaseModel):
@@ -60,6 +55,9 @@ class MdLog(BaseModel):
     core_seconds: float | None = None
     atoms: int | None = None
     finished: bool = False
+    #: "TERM" when mdrun was told to stop early (`Received the TERM signal`): its
+    #: performance then covers fewer steps than asked, so it is no benchmark.
+    stopped_by_signal: str | None = None
     reset_step: int | None = None
     nsteps: int | None = None
     dt_ps: float | None = None
@@ -74,13 +72,29 @@ class MdLog(BaseModel):
     compiler: str | None = None
     command_line: str | None = None
     build_info: dict[str, str] = Field(default_factory=dict)
+    #: The short-range nonbonded work ran on a GPU (``-nb gpu``, GPU wait rows, GPU task
+    #: lines): the CPU ``Force`` row then holds bonded and other work, not nbnxm.
+    nonbonded_on_gpu: bool = False
+    #: Parts this log lacks, e.g. ``header`` for a cluster job's tail: ``header``,
+    #: ``version``, ``command_line``, ``input_parameters``, ``atoms``, ``performance``,
+    #: ``timing``, ``cycle_table``, ``energies``, ``finished``.
+    missing: list[str] = Field(default_factory=list)
 
 
-_HEADER = re.compile(r"^\s*:-\) GROMACS - |^GROMACS version:|^GROMACS:\s+gmx", re.M)
-_VERSION = re.compile(r"^GROMACS version:\s+(\S+)", re.M)
-_VERSION_BANNER = re.compile(r":-\) GROMACS - [^,\n]*,\s+(\S+)\s+\(-:")
+_HEADER = re.compile(
+    r"^\s*:-\) GROMACS - |^G(?:ROMACS|romacs) version:|^GROMACS:\s+gmx"
+    r"|:-\)\s+G  R  O  M  A  C  S\s+\(-:",
+    re.M,
+)
+# What a log without its header (a cluster job's tail) still shows of a run.
+_BODY = re.compile(
+    r"R E A L   C Y C L E|^Performance:|A V E R A G E S|^(?:Started|Finished) mdrun", re.M
+)
+_VERSION = re.compile(r"^G(?:ROMACS|romacs) version:\s+(?:VERSION\s+)?(\S+)", re.M)
+_VERSION_BANNER = re.compile(r":-\)\s+(?:GROMACS - [^,\n]*,\s+)?(?:VERSION\s+)?(\S+)\s+\(-:")
 _ATOMS = re.compile(r"^There are:\s+(\d+)\s+Atoms", re.M)
 _RESET = re.compile(r"^step\s+(\d+): resetting all time and cycle counters", re.M)
+_SIGNAL = re.compile(r"^Received the (?:second )?(\w+) signal", re.M)
 _NSTEPS_OVERRIDE = re.compile(r"Overriding nsteps with value passed on the command line: (-?\d+)")
 _NSTLIST = re.compile(r"^Changing nstlist from \d+ to (\d+)", re.M)
 _PARAM = re.compile(r"^\s+([A-Za-z][\w-]*)\s+=\s+(\S+)\s*$", re.M)
@@ -93,10 +107,6 @@ _OPTIMAL = re.compile(r"^\s+optimal pme grid (\d+) (\d+) (\d+), coulomb cutoff (
 _LB_FINAL = re.compile(r"^\s+final\s+([\d.]+) nm\s+[\d.]+ nm\s+(\d+)\s+(\d+)\s+(\d+)", re.M)
 _TIME = re.compile(r"^\s*Time:\s+([\d.]+)\s+([\d.]+)", re.M)
 _UNIT = re.compile(r"\(([^()]*)\)")
-_ROW = re.compile(
-    r"^\s(?P<name>\S.*?)\s+(?:(?P<ranks>\d+|N/A)\s+(?P<threads>\d+|N/A)\s+(?P<calls>\d+)\s+)?"
-    r"(?P<wall>\d+\.\d+)\s+(?P<gcycles>\d+\.\d+)\s+(?P<pct>\d+\.\d+)\s*$"
-)
 _BUILD_LINE = re.compile(r"^([A-Za-z][A-Za-z0-9 +/#()._-]*?):\s+(\S.*?)\s*$")
 _PERF_KEYS = {
     "ns/day": "ns_per_day",
@@ -176,43 +186,6 @@ def _performance(lines: list[str]) -> dict[str, float]:
     return {}
 
 
-def _cycles(lines: list[str]) -> list[CycleRow]:
-    start = next((i for i, ln in enumerate(lines) if "R E A L   C Y C L E" in ln), None)
-    if start is None:
-        return []
-    rows: list[CycleRow] = []
-    section: Section = "main"
-    for line in lines[start + 1 :]:
-        stripped = line.strip()
-        if stripped.startswith(("GPU timings", "Core t (s)", "Time:", "Performance:")):
-            break
-        if stripped.startswith("Breakdown of"):
-            section = "pme" if "PME mesh" in stripped else "pp"
-            continue
-        m = _ROW.match(line)
-        if not m:
-            continue
-        name = m.group("name").strip()
-        pme_only = name.endswith("*")
-        if pme_only:
-            name = name[:-1].rstrip()
-        ranks, threads, calls = (m.group(k) for k in ("ranks", "threads", "calls"))
-        rows.append(
-            CycleRow(
-                name=name,
-                ranks=int(ranks) if ranks and ranks.isdigit() else None,
-                threads=int(threads) if threads and threads.isdigit() else None,
-                calls=int(calls) if calls else None,
-                wall_seconds=float(m.group("wall")),
-                giga_cycles=float(m.group("gcycles")),
-                percent=float(m.group("pct")),
-                section=section,
-                pme_only=pme_only,
-            )
-        )
-    return rows
-
-
 def _is_values(line: str) -> list[float] | None:
     tokens = line.split()
     if not tokens:
@@ -274,11 +247,13 @@ def _grid_and_cutoff(text: str, params: dict[str, str]) -> tuple[list[int] | Non
 
 
 def parse_mdlog_text(text: str, path: str = "<text>") -> MdLog:
-    """Parse md.log content; raises UserError if it has no GROMACS header at all."""
-    if not _HEADER.search(text):
+    """Parse md.log content; UserError if it has neither a header nor any run output."""
+    has_header = _HEADER.search(text) is not None
+    if not has_header and not _BODY.search(text):
         raise UserError(
-            f"{path} is not a GROMACS md.log: it has no ':-) GROMACS - ...' header or "
-            "'GROMACS version:' line. Pass the log mdrun wrote (-g, default md.log)."
+            f"{path} is not a GROMACS md.log: it has no ':-) GROMACS - ...' header, no "
+            "'GROMACS version:' line and no part of a run's output (cycle accounting, "
+            "Performance line, averages). Pass the log mdrun wrote (-g, default md.log)."
         )
     lines = text.splitlines()
     params = _params(text)
@@ -292,6 +267,21 @@ def parse_mdlog_text(text: str, path: str = "<text>") -> MdLog:
     nsteps_raw = override.group(1) if override else params.get("nsteps")
     nstlist = list(_NSTLIST.finditer(text))
     grid, cutoff = _grid_and_cutoff(text, params)
+    cycles = parse_cycles(lines)
+    energies = _energies(lines)
+    finished = re.search(r"^Finished mdrun on (?:rank|node)", text, re.M) is not None
+    present = {
+        "header": has_header,
+        "version": version is not None,
+        "command_line": command is not None,
+        "input_parameters": bool(params),
+        "atoms": atoms is not None,
+        "performance": bool(perf),
+        "timing": bool(times),
+        "cycle_table": bool(cycles),
+        "energies": energies is not None,
+        "finished": finished,
+    }
     return MdLog(
         path=path,
         gmx_version=version.group(1) if version else None,
@@ -303,7 +293,8 @@ def parse_mdlog_text(text: str, path: str = "<text>") -> MdLog:
         core_seconds=float(times[-1].group(1)) if times else None,
         wall_seconds=float(times[-1].group(2)) if times else None,
         atoms=int(atoms.group(1)) if atoms else None,
-        finished=re.search(r"^Finished mdrun on rank", text, re.M) is not None,
+        finished=finished,
+        stopped_by_signal=signal.group(1) if (signal := _SIGNAL.search(text)) else None,
         reset_step=int(resets[-1].group(1)) if resets else None,
         nsteps=int(nsteps_raw) if nsteps_raw and nsteps_raw.lstrip("-").isdigit() else None,
         dt_ps=_float(params.get("dt", "")),
@@ -319,13 +310,15 @@ def parse_mdlog_text(text: str, path: str = "<text>") -> MdLog:
             )
             for m in _TIMED.finditer(text)
         ],
-        cycles=_cycles(lines),
-        energies=_energies(lines),
+        cycles=cycles,
+        energies=energies,
         simd=info.get("SIMD instructions"),
         gpu_support=info.get("GPU support"),
         compiler=info.get("C++ compiler"),
         command_line=command,
         build_info=info,
+        nonbonded_on_gpu=nonbonded_on_gpu(text, cycles, command),
+        missing=[part for part, found in present.items() if not found],
     )
 
 
@@ -344,12 +337,14 @@ def cycle_breakdown(log: MdLog) -> KernelBreakdown:
     Uses the PME breakdown rows instead of their parent ``PME mesh``; skips ``Rest``,
     ``Total`` and sub-counter rows. Times are the table's wall seconds; with separate PME
     ranks PP and PME rows overlap in time, so their sum exceeds the run's wall time.
+    ``Force`` is ``other`` when the nonbonded work ran on a GPU; a combined ``PME
+    spread/gather`` row keeps its own category. Both are said in ``notes``.
     """
     has_pme_breakdown = any(row.section == "pme" for row in log.cycles)
     rows = [
         (
             row.name,
-            categorize_cycle_row(row.name),
+            categorize_cycle_row(row.name, log.nonbonded_on_gpu),
             row.calls or 0,
             round(row.wall_seconds * 1e9),
             cycle_row_known(row.name),
@@ -357,4 +352,15 @@ def cycle_breakdown(log: MdLog) -> KernelBreakdown:
         for row in log.cycles
         if cycle_row_counted(row.name, row.section, has_pme_breakdown)
     ]
-    return build_breakdown("md.log cycle accounting", [log.path], rows)
+    notes = []
+    if log.nonbonded_on_gpu and any(name == "Force" for name, *_ in rows):
+        notes.append(
+            "nonbonded ran on a GPU: the CPU 'Force' row (bonded and other force work) is "
+            "in 'other', not 'nbnxm'"
+        )
+    if any(category == PME_SPREAD_GATHER for _, category, *_ in rows):
+        notes.append(
+            "this GROMACS times PME spread and gather in one 'PME spread/gather' row: it is "
+            f"in '{PME_SPREAD_GATHER}', and pme_spread/pme_gather are not measured apart"
+        )
+    return build_breakdown("md.log cycle accounting", [log.path], rows, notes=notes)

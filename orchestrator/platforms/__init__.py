@@ -32,6 +32,12 @@ def active(settings: Settings) -> Platform:
     return next(p for p in PLATFORMS if p.present())
 
 
+def host_cpu() -> Platform:
+    """The platform a GPU build runs as when it runs on the host CPU only (`--cpu-only`):
+    no devices, no GPU profiler, md.log's cycle accounting as the breakdown."""
+    return next(p for p in PLATFORMS if not p.has_devices)
+
+
 def names() -> list[str]:
     return [platform.name for platform in PLATFORMS]
 

@@ -70,6 +70,38 @@ class Compiler(BaseModel):
     package: str | None = None
 
 
+class CompileCacheStats(BaseModel):
+    """What the compile cache (ccache) did during one GROMACS build, by its own counters."""
+
+    disabled: bool = False
+    hits: int = 0
+    misses: int = 0
+    uncacheable: int = 0
+
+    @classmethod
+    def parse(cls, text: str) -> CompileCacheStats | None:
+        """`ccache --show-log-stats -v` (or our `disabled` line); None when nothing ran."""
+        if text.strip() == "disabled":
+            return cls(disabled=True)
+        counts: dict[str, int] = {}
+        for line in text.splitlines():
+            match = re.match(r"^\s*(Hits|Misses|Uncacheable calls):\s+(\d+)", line)
+            if match and match.group(1) not in counts:
+                counts[match.group(1)] = int(match.group(2))
+        if not counts:
+            return None
+        return cls(
+            hits=counts.get("Hits", 0),
+            misses=counts.get("Misses", 0),
+            uncacheable=counts.get("Uncacheable calls", 0),
+        )
+
+    def summary(self) -> str:
+        if self.disabled:
+            return "bypassed (every unit compiled)"
+        return f"{self.hits} hits, {self.misses} misses (compiled), {self.uncacheable} uncacheable"
+
+
 class BuildFacts(BaseModel):
     """What a finished GROMACS image reports about itself, read before anything is tagged."""
 
@@ -80,6 +112,7 @@ class BuildFacts(BaseModel):
     cmake_compilers: dict[str, str] = Field(description="CMAKE_*_COMPILER of the kept CMakeCache")
     source_sha256: str | None = None
     packages: dict[str, str] = Field(default_factory=dict)
+    compile_cache: CompileCacheStats | None = None
 
 
 class DeviceInfo(BaseModel):
@@ -122,6 +155,8 @@ class Platform(ABC):
     gpu_support: ClassVar[str]
     #: Whether a run selects a device (`--device`) and records it.
     has_devices: ClassVar[bool] = False
+    #: The CMake languages of a GROMACS build (each gets the compile cache as launcher).
+    languages: ClassVar[tuple[str, ...]] = ("C", "CXX")
     #: Where the compiler of example dev renders comes from: an LLVM commit (the main
     #: use) or a distribution package.
     example_toolchain: ClassVar[Literal["llvm", "package"]] = "llvm"
@@ -138,9 +173,17 @@ class Platform(ABC):
     def gromacs_source(self, settings: Settings) -> GromacsSource:
         return settings.gromacs or self.default_gromacs
 
+    def builder_template(self, settings: Settings) -> str:
+        """The builder's template: `<name>-base`, unless a setting picks another stack."""
+        return f"{self.name}-base"
+
+    def builder_templates(self) -> dict[str, dict[str, Any]]:
+        """Every builder template of this platform, with the settings that select it."""
+        return {f"{self.name}-base": {}}
+
     @abstractmethod
     def builder_context(self, settings: Settings) -> dict[str, Any]:
-        """Template values of `<name>-base` (always `base_image`)."""
+        """Template values of the builder template (always `base_image`)."""
 
     def gromacs_values(self, settings: Settings) -> dict[str, Any]:
         """Template values of this platform's GROMACS templates beyond the shared ones."""
@@ -179,6 +222,15 @@ class Platform(ABC):
     def recorded_compiler(self, facts: BuildFacts, compiler: Compiler) -> str:
         """The compiler path an image record names."""
 
+    @abstractmethod
+    def codegen_probe(
+        self, mode: Literal["fingerprint", "asm"], prefix: str, stack: str | None,
+        name: str | None = None, unit: str | None = None,
+    ) -> list[str]:  # fmt: skip
+        """The command that fingerprints a finished image of this platform (or prints one
+        function's normalised code): `parsers.codegen.probe_argv` with this platform's
+        tools and where its builds keep their code."""
+
     # Running -------------------------------------------------------------------------
 
     def container_options(self, device: int) -> ContainerOptions:
@@ -188,10 +240,23 @@ class Platform(ABC):
         """mdrun under the profiler, which writes below `workdir` (the run dir in the container)."""
         return mdrun
 
+    def default_profile(self, stack: str | None) -> ProfileMode:
+        """What `bench` profiles by default on an image of this platform (and stack)."""
+        return "trace"
+
     def preflight(
-        self, simd: str | None, gpu_arch: str | None, options: ContainerOptions
+        self,
+        simd: str | None,
+        gpu_arch: str | None,
+        options: ContainerOptions,
+        *,
+        profile: ProfileMode = "none",
+        stack: str | None = None,
     ) -> list[str]:
-        """Problems that would make a run fail or lie, found before any container starts."""
+        """Problems that would make a run fail or lie, found before any container starts.
+
+        `stack` is the image's build stack where a platform has several (ROCm: amd, debian).
+        """
         problems = list(options.problems)
         missing = SIMD_CPU_FLAGS.get(simd or "None", set()) - host_cpu_flags()
         if simd and missing and os.uname().machine == "x86_64":

@@ -7,11 +7,12 @@ whole runs happen on a machine without a GPU.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from orchestrator.core.errors import UserError
 from orchestrator.core.settings import GromacsSource, Settings
 from orchestrator.parsers.breakdown import KernelBreakdown
+from orchestrator.parsers.codegen import probe_argv
 from orchestrator.parsers.mdlog import MdLog, cycle_breakdown
 from orchestrator.platforms.base import (
     DEBOOTSTRAP_REPO,
@@ -80,6 +81,16 @@ class CpuPlatform(Platform):
 
     def recorded_compiler(self, facts: BuildFacts, compiler: Compiler) -> str:
         return facts.compiler_path or compiler.cxx
+
+    def codegen_probe(
+        self, mode: Literal["fingerprint", "asm"], prefix: str, stack: str | None,
+        name: str | None = None, unit: str | None = None,
+    ) -> list[str]:  # fmt: skip
+        """GROMACS' hot functions in libgromacs.so, disassembled by binutils."""
+        library = f"{prefix}/lib/libgromacs.so"
+        if mode == "asm":
+            return probe_argv("asm", library, objdump="objdump", nm="nm", name=name)
+        return probe_argv("cpu", library, objdump="objdump", nm="nm", cxxfilt="c++filt")
 
     def wrap(self, mdrun: list[str], profile: ProfileMode, workdir: str) -> list[str]:
         if profile == "counters":

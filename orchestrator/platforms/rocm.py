@@ -1,21 +1,27 @@
 """The ROCm platform: HIP GROMACS for one AMD GPU target, kernels traced by rocprofv3.
 
-Stable builds use ROCm's own amdclang++ with the vendor's HIP defaults; dev builds send
-HIP straight through the clang under test with the flags hipcc would inject. Runs get
-/dev/kfd and the selected GPU's render node, the groups owning them, and seccomp off.
+Two stacks build it (`ORCH_ROCM_STACK`): AMD's ROCm image (the default: ROCm at the
+reference path, amdclang++, rocprofv3) or Debian's own ROCm packages (hipcc over Debian's
+clang, HIP, rocPRIM, rocFFT; no profiler), which any machine that reaches Debian's mirror
+can build, CI included. Stable builds use the stack's compiler; dev builds send HIP
+straight through the clang under test with the flags hipcc would inject. Runs get /dev/kfd
+and the selected GPU's render node, the groups owning them, and seccomp off.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from orchestrator.core.settings import GromacsSource, Settings
 from orchestrator.parsers.breakdown import KernelBreakdown
+from orchestrator.parsers.codegen import probe_argv
 from orchestrator.parsers.mdlog import MdLog
 from orchestrator.parsers.rocprof import find_rocprof_files, parse_rocprof
 from orchestrator.platforms.base import (
+    DEBOOTSTRAP_REPO,
     PREFIX_MAP,
     BuildFacts,
     Compiler,
@@ -39,6 +45,93 @@ DEFAULT_ARCH = "gfx1201"
 TRACE_DIR, COUNTERS_DIR = "rocprof", "rocprof-compute"
 #: GPU performance levels that count as pinned for benchmarking.
 PINNED_LEVELS = ("high", "profile_peak", "profile_standard")
+#: The LLVM major Debian's hipcc (7.0.2) drives; its builder template checks it.
+DEBIAN_LLVM = "21"
+#: Where a GROMACS build keeps each HIP object's GPU code objects (`_gromacs-build.j2`).
+CODEOBJECTS = "/opt/gmxbench/codeobjects"
+
+
+@dataclass(frozen=True)
+class RocmStack:
+    """Where a ROCm build's base, HIP runtime and stable compiler come from, and where
+    each lives in the image (AMD's single ROCm root, or Debian's FHS layout)."""
+
+    name: Literal["amd", "debian"]
+    default_base: str
+    builder_template: str
+    default_gromacs: GromacsSource
+    #: CMake's HIP ROCm root and `--rocm-path`; None where CMake finds HIP by itself.
+    cmake_rocm_root: bool
+    #: Whether stable builds keep the vendor's HIP defaults (AMD) or take the same HIP
+    #: flags as dev builds (Debian: clang driven as hipcc drives it, so stable and dev
+    #: differ only in the compiler).
+    stable_hip_flags: bool
+    has_profilers: bool
+
+    def rocm_path(self, settings: Settings) -> str:
+        if self.name == "debian":
+            return "/usr"
+        return f"/opt/rocm/core-{settings.rocm_version}"
+
+    def llvm_bin(self, settings: Settings) -> str:
+        """The stack's LLVM tools (clang, llvm-objdump, llvm-readelf)."""
+        if self.name == "debian":
+            return f"/usr/lib/llvm-{DEBIAN_LLVM}/bin"
+        return f"{self.rocm_path(settings)}/lib/llvm/bin"
+
+    def llvm_bin_of_image(self) -> str:
+        """The LLVM tools inside an image of this stack, whatever ROCm version it pins
+        (`/opt/rocm` points at the image's ROCm root on AMD's images)."""
+        return (
+            f"/usr/lib/llvm-{DEBIAN_LLVM}/bin"
+            if self.name == "debian"
+            else "/opt/rocm/lib/llvm/bin"
+        )
+
+    def device_libs(self, settings: Settings) -> str:
+        if self.name == "debian":
+            return f"/usr/lib/llvm-{DEBIAN_LLVM}/lib/clang/{DEBIAN_LLVM}/amdgcn/bitcode"
+        return f"{self.rocm_path(settings)}/lib/llvm/amdgcn/bitcode"
+
+    def stable_hip(self, settings: Settings) -> str:
+        if self.name == "debian":
+            return f"{self.llvm_bin(settings)}/clang++"
+        return f"{self.rocm_path(settings)}/bin/amdclang++"
+
+    def stable_name(self, settings: Settings) -> str:
+        if self.name == "debian":
+            return f"rocm-debian-clang{DEBIAN_LLVM}"
+        return f"rocm{settings.rocm_version}"
+
+
+STACKS: dict[str, RocmStack] = {
+    "amd": RocmStack(
+        name="amd",
+        default_base="rocm/dev-ubuntu-24.04:7.12-complete",
+        builder_template="rocm-base",
+        default_gromacs=GromacsSource(
+            url="git+https://gitlab.com/gromacs/gromacs.git", ref="4947-hip-feature-enablement"
+        ),
+        cmake_rocm_root=True,
+        stable_hip_flags=False,
+        has_profilers=True,
+    ),
+    "debian": RocmStack(
+        name="debian",
+        default_base=f"{DEBOOTSTRAP_REPO}:sid",
+        builder_template="rocm-debian-base",
+        default_gromacs=GromacsSource(
+            url="git+https://gitlab.com/gromacs/gromacs.git", ref="v2026.3"
+        ),
+        cmake_rocm_root=False,
+        stable_hip_flags=True,
+        has_profilers=False,
+    ),
+}
+
+
+def stack(settings: Settings) -> RocmStack:
+    return STACKS[settings.rocm_stack]
 
 
 def detect_gpu_arch() -> str | None:
@@ -57,8 +150,8 @@ def detect_gpu_arch() -> str | None:
 
 
 def rocm_path(settings: Settings) -> str:
-    """Where ROCm lives in every image: the reference layout of TheRock packages."""
-    return f"/opt/rocm/core-{settings.rocm_version}"
+    """Where ROCm lives in the images: AMD's reference layout, or /usr on Debian."""
+    return stack(settings).rocm_path(settings)
 
 
 def gpu_arch(settings: Settings) -> str:
@@ -77,12 +170,11 @@ class RocmPlatform(Platform):
     """/dev/kfd plus the selected GPU's render node, their owning groups, seccomp off."""
 
     name = "rocm"
-    default_base = "rocm/dev-ubuntu-24.04:7.12-complete"
-    default_gromacs: ClassVar[GromacsSource] = GromacsSource(
-        url="git+https://gitlab.com/gromacs/gromacs.git", ref="4947-hip-feature-enablement"
-    )
+    default_base = STACKS["amd"].default_base
+    default_gromacs: ClassVar[GromacsSource] = STACKS["amd"].default_gromacs
     gpu_support = "HIP"
     has_devices = True
+    languages = ("C", "CXX", "HIP")
 
     def __init__(self, dev_root: Path = Path("/dev")) -> None:
         self.dev_root = dev_root
@@ -92,33 +184,56 @@ class RocmPlatform(Platform):
 
     # Building ------------------------------------------------------------------------
 
+    def base_image(self, settings: Settings) -> str:
+        return settings.base_image or stack(settings).default_base
+
+    def gromacs_source(self, settings: Settings) -> GromacsSource:
+        return settings.gromacs or stack(settings).default_gromacs
+
+    def builder_template(self, settings: Settings) -> str:
+        return stack(settings).builder_template
+
+    def builder_templates(self) -> dict[str, dict[str, Any]]:
+        return {s.builder_template: {"rocm_stack": s.name} for s in STACKS.values()}
+
     def builder_context(self, settings: Settings) -> dict[str, Any]:
-        return {
+        context = {
             "base_image": self.base_image(settings),
             "rocm_version": settings.rocm_version,
             "rocm_path": rocm_path(settings),
         }
+        if settings.rocm_stack == "debian":
+            context |= {"llvm": DEBIAN_LLVM, "device_libs": stack(settings).device_libs(settings)}
+        return context
 
     def gromacs_values(self, settings: Settings) -> dict[str, Any]:
         return {
             "rocm_path": rocm_path(settings),
             "rocm_version": settings.rocm_version,
+            "rocm_stack": settings.rocm_stack,
             "gpu_arch": gpu_arch(settings),
+            "llvm_bin": stack(settings).llvm_bin(settings),
         }
 
     def record_values(self, settings: Settings) -> dict[str, Any]:
-        return {"rocm_version": settings.rocm_version}
+        if settings.rocm_stack == "debian":
+            return {"rocm_stack": "debian"}
+        return {"rocm_version": settings.rocm_version, "rocm_stack": "amd"}
 
     def gpu_target(self, settings: Settings) -> str | None:
         return gpu_arch(settings)
 
     def stable_compiler(self, settings: Settings, probe: Probe) -> Compiler:
-        """ROCm's amdclang++ at the reference path; nothing to ask the image."""
-        hip = f"{rocm_path(settings)}/bin/amdclang++"
-        return Compiler(name=f"rocm{settings.rocm_version}", cc="cc", cxx="c++", hip=hip)
+        """The stack's HIP compiler at its fixed path; nothing to ask the image."""
+        return Compiler(
+            name=stack(settings).stable_name(settings),
+            cc="cc",
+            cxx="c++",
+            hip=stack(settings).stable_hip(settings),
+        )
 
     def stable_build_name(self, settings: Settings, compiler: Compiler) -> str:
-        return f"stable-rocm{settings.rocm_version}"
+        return f"stable-{stack(settings).stable_name(settings)}"
 
     def compiler_under_test(self, compiler: Compiler) -> str:
         return compiler.hip or compiler.cxx
@@ -126,27 +241,36 @@ class RocmPlatform(Platform):
     def cmake_flags(
         self, settings: Settings, flavor: Flavor, compiler: Compiler, prefix: str
     ) -> list[str]:
-        rocm, arch = rocm_path(settings), gpu_arch(settings)
+        rocm, arch, used = rocm_path(settings), gpu_arch(settings), stack(settings)
         flags = [
             "-G",
             "Ninja",
             "-DCMAKE_BUILD_TYPE=Release",
             "-DGMX_GPU=HIP",
             f"-DCMAKE_HIP_COMPILER={compiler.hip}",
-            f"-DCMAKE_HIP_COMPILER_ROCM_ROOT={rocm}",
         ]
-        dev = flavor == "dev"
-        if dev:  # stable keeps the vendor's HIP defaults: no CMAKE_HIP_FLAGS at all
+        if used.cmake_rocm_root:
+            flags.append(f"-DCMAKE_HIP_COMPILER_ROCM_ROOT={rocm}")
+        explicit = flavor == "dev" or used.stable_hip_flags
+        if explicit:  # AMD's stable keeps the vendor's HIP defaults: no CMAKE_HIP_FLAGS
             hip_flags = (
                 f"--rocm-path={rocm} --offload-arch={arch} {HIP_DEV_FLAGS} "
-                f"--rocm-device-lib-path={rocm}/lib/llvm/amdgcn/bitcode {PREFIX_MAP}"
+                f"--rocm-device-lib-path={used.device_libs(settings)} {PREFIX_MAP}"
             )
             flags.append(f"-DCMAKE_HIP_FLAGS={hip_flags}")
         flags += [f"-DGMX_HIP_TARGET_ARCH={arch}"]
-        if dev:
+        if explicit:
             flags += [f"-DCMAKE_HIP_ARCHITECTURES={arch}", f"-DGPU_TARGETS={arch}"]
-        flags += [f"-DCMAKE_PREFIX_PATH={rocm}", *common_cmake_flags(settings, prefix)]
-        if dev:
+        if used.cmake_rocm_root:
+            flags.append(f"-DCMAKE_PREFIX_PATH={rocm}")
+        flags += common_cmake_flags(settings, prefix)
+        if not used.cmake_rocm_root:  # as the CPU build: no tests, no API libraries, and
+            # no Colvars (45 slow units no benchmark system uses)
+            flags += [
+                "-DBUILD_TESTING=OFF", "-DGMXAPI=OFF", "-DGMX_INSTALL_NBLIB_API=OFF",
+                "-DGMX_USE_COLVARS=NONE",
+            ]  # fmt: skip
+        if explicit:
             flags.append(f"-DHIPCC_HAS_TARGET_ARCH_{arch}=TRUE")
         return flags
 
@@ -158,6 +282,20 @@ class RocmPlatform(Platform):
 
     def recorded_compiler(self, facts: BuildFacts, compiler: Compiler) -> str:
         return self.compiler_under_test(compiler)
+
+    def codegen_probe(
+        self, mode: Literal["fingerprint", "asm"], prefix: str, stack: str | None,
+        name: str | None = None, unit: str | None = None,
+    ) -> list[str]:  # fmt: skip
+        """The GPU code objects the build kept, read by the stack's own LLVM tools."""
+        tools = STACKS[stack or "amd"].llvm_bin_of_image()
+        if mode == "asm":
+            return probe_argv("asm", CODEOBJECTS, objdump=f"{tools}/llvm-objdump", name=name,
+                              unit=unit)  # fmt: skip
+        return probe_argv(
+            "gpu", CODEOBJECTS, objdump=f"{tools}/llvm-objdump",
+            readelf=f"{tools}/llvm-readelf", cxxfilt=f"{tools}/llvm-cxxfilt",
+        )  # fmt: skip
 
     # Running -------------------------------------------------------------------------
 
@@ -172,7 +310,8 @@ class RocmPlatform(Platform):
             except FileNotFoundError:
                 opts.problems.append(
                     f"GPU device node {host} does not exist: is the amdgpu driver loaded and "
-                    f"is GPU {device} present? (`ls /dev/dri`; pick another with --device)"
+                    f"is GPU {device} present? (`ls /dev/dri`; pick another with --device; "
+                    f"on a machine without a GPU, --cpu-only runs this build on the CPU)"
                 )
                 continue
             if gid not in opts.group_add:
@@ -192,10 +331,26 @@ class RocmPlatform(Platform):
                     f"{workdir}/{COUNTERS_DIR}", "--", *mdrun]  # fmt: skip
         return mdrun
 
+    def default_profile(self, stack: str | None) -> ProfileMode:
+        """The kernel trace, where the image's stack ships rocprofv3."""
+        return "trace" if STACKS[stack or "amd"].has_profilers else "none"
+
     def preflight(
-        self, simd: str | None, gpu_arch: str | None, options: ContainerOptions
+        self,
+        simd: str | None,
+        gpu_arch: str | None,
+        options: ContainerOptions,
+        *,
+        profile: ProfileMode = "none",
+        stack: str | None = None,
     ) -> list[str]:
         problems = super().preflight(simd, gpu_arch, options)
+        if profile != "none" and stack in STACKS and not STACKS[stack].has_profilers:
+            problems.append(
+                f"--profile={profile} needs AMD's profilers (rocprofv3, rocprof-compute), which "
+                f"the {stack} ROCm stack does not ship; run without --profile, or build with "
+                f"ORCH_ROCM_STACK=amd"
+            )
         host_arch = detect_gpu_arch()
         if gpu_arch and host_arch and gpu_arch != host_arch:
             problems.append(

@@ -2,22 +2,32 @@
 
 Refuses pairs that measure different things (system, steps, mdrun options), flags
 per-kernel comparisons whose PME tuning ended on different grids, and never reports a
-run whose energies disagree with its baseline as a speed-up.
+run whose energies disagree with its baseline as a speed-up. Groups that one `bench` ran
+in interleaved pairs are compared pair by pair (`results.paired`); any other groups as
+independent samples (`results.stats`). With a kernel trace, the top kernels get their own
+verdicts from each run's median call duration (the run, not the call, is the unit of
+replication). Runs that shared the machine (`runs.hostinfo.HostNoise`) are named.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from collections.abc import Mapping, Sequence
+
+from pydantic import BaseModel, Field
 
 from orchestrator.core.errors import UsageError
 from orchestrator.parsers.categories import CATEGORIES
+from orchestrator.results.codegen_diff import CodegenDiff
+from orchestrator.results.paired import compare_pairs
 from orchestrator.results.stats import Verdict, compare_samples
-from orchestrator.runs.store import Run, RunResult
+from orchestrator.runs.store import BASELINE_TAG, Run, RunResult
 
 #: Relative difference of average potential energy beyond which a run is suspect.
 ENERGY_TOLERANCE = 0.01
 #: Options that change what is measured; everything else (e.g. -v) may differ.
 IGNORED_OPTIONS = {"-v", "-pin", "-ntomp", "-nb", "-pme", "-pmefft", "-bonded", "-update"}
+#: Kernels with their own verdicts: the longest-running ones of the baseline.
+TOP_KERNELS = 8
 
 
 class Comparison(BaseModel):
@@ -27,10 +37,23 @@ class Comparison(BaseModel):
     label: str
     ns_per_day: Verdict
     categories: dict[str, Verdict]
+    #: Per-kernel verdicts from the runs' median call durations (µs), when both sides traced.
+    kernels: dict[str, Verdict] = Field(default_factory=dict)
+    paired: bool = False
+    #: Runs left out because their pair partner is missing (failed or removed).
+    unpaired: list[str] = Field(default_factory=list)
+    #: One line per run that shared the machine: which run, and what it shared it with.
+    noise: list[str] = Field(default_factory=list)
+    runs: int = 0
     comparable: bool = True
     comparable_note: str | None = None
     suspect: bool = False
     suspect_note: str | None = None
+    #: Which kernels the two builds compiled differently (both fingerprints known).
+    codegen: CodegenDiff | None = None
+    #: GPU builds run on the host CPU (`--cpu-only`): the timings are of host code, so a
+    #: GPU fingerprint says nothing about them.
+    cpu_only: bool = False
 
     @property
     def headline(self) -> str:
@@ -46,7 +69,22 @@ class Comparison(BaseModel):
     @property
     def stats_line(self) -> str:
         v = self.ns_per_day
-        return f"statistics: {v.n_candidate} vs {v.n_baseline} runs, medians; ns/day {v.note}"
+        if self.paired:
+            design = f"{v.n_candidate} interleaved pairs, paired t on log ratios"
+        else:
+            design = f"{v.n_candidate} vs {v.n_baseline} runs, medians, Mann–Whitney"
+        return f"statistics: {design}; ns/day {v.note}"
+
+    @property
+    def noise_headline(self) -> str | None:
+        """One sentence on runs that shared the machine, or None when none did."""
+        if not self.noise:
+            return None
+        return (
+            f"{len(self.noise)} of {self.runs} runs shared the machine: their numbers are not "
+            "to be trusted, because a run that competes for cores, caches and memory "
+            "bandwidth measures its neighbours as much as the build"
+        )
 
 
 def _options(result: RunResult) -> list[str]:
@@ -88,25 +126,53 @@ def _potential(run: Run) -> float | None:
     return (run.result.energies or {}).get("Potential")
 
 
+def bench_pairs(base: list[Run], cand: list[Run]) -> tuple[list[tuple[Run, Run]], list[str]]:
+    """The (baseline, candidate) pairs of one `bench`, and the runs that have no partner.
+
+    `bench` tags the baseline run of each pair `kernel-baseline-<the candidate's tag>`;
+    groups not made that way give no pairs.
+    """
+    by_tag = {r.result.tag: r for r in cand}
+    pairs: list[tuple[Run, Run]] = []
+    for b in base:
+        partner = by_tag.pop(b.result.tag.removeprefix(f"{BASELINE_TAG}-"), None)
+        if b.result.tag.startswith(f"{BASELINE_TAG}-") and partner is not None:
+            pairs.append((b, partner))
+    paired = {r.path.name for pair in pairs for r in pair}
+    return pairs, [r.path.name for r in base + cand if r.path.name not in paired]
+
+
 def compare_runs(
-    base: list[Run], cand: list[Run], *, threshold_pct: float = 2.0, alpha: float = 0.05
+    base: list[Run],
+    cand: list[Run],
+    *,
+    threshold_pct: float = 2.0,
+    alpha: float = 0.05,
+    paired: bool | None = None,
 ) -> Comparison:
+    """Compare two groups; `paired` None pairs them when one `bench` made them (2+ pairs)."""
     check_pair(base, cand)
-    ns = compare_samples(
+    pairs, alone = bench_pairs(base, cand)
+    if paired is None:
+        paired = len(pairs) >= 2
+    if paired:
+        if not pairs:
+            raise UsageError(
+                "These groups were not run in interleaved pairs by one `bench` (the baseline "
+                "of each pair is tagged kernel-baseline-<candidate tag>): compare them unpaired."
+            )
+        base, cand = [b for b, _ in pairs], [c for _, c in pairs]
+    ns = _verdict(
         [r.result.ns_per_day or 0.0 for r in base],
         [r.result.ns_per_day or 0.0 for r in cand],
-        higher_is_better=True, threshold_pct=threshold_pct, alpha=alpha,
+        paired=paired, higher_is_better=True, threshold_pct=threshold_pct, alpha=alpha,
     )  # fmt: skip
     categories: dict[str, Verdict] = {}
     if all(r.breakdown for r in base + cand):
-        for name in CATEGORIES:
-            b = [r.breakdown.categories[name].total_ms for r in base if r.breakdown]
-            c = [r.breakdown.categories[name].total_ms for r in cand if r.breakdown]
-            if min(b + c) > 0:
-                categories[name] = compare_samples(
-                    b, c, higher_is_better=False, threshold_pct=threshold_pct, alpha=alpha
-                )
-    categories = adjust_for_many_categories(categories, alpha)
+        categories = category_verdicts(
+            _category_times(base), _category_times(cand),
+            paired=paired, threshold_pct=threshold_pct, alpha=alpha,
+        )  # fmt: skip
     cmp = Comparison(
         baseline=[r.path.name for r in base],
         candidate=[r.path.name for r in cand],
@@ -114,6 +180,18 @@ def compare_runs(
         label=_label(cand[0].result),
         ns_per_day=ns,
         categories=categories,
+        kernels=kernel_verdicts(
+            base, cand, paired=paired, threshold_pct=threshold_pct, alpha=alpha
+        ),
+        paired=paired,
+        unpaired=alone if paired else [],
+        noise=[
+            f"{r.path.name}: {'; '.join(r.result.noise.warnings)}"
+            for r in base + cand
+            if r.result.noise is not None and r.result.noise.warnings
+        ],
+        runs=len(base) + len(cand),
+        cpu_only=any(r.result.cpu_only for r in base + cand),
     )
     grids = {_pme_key(r) for r in base + cand}
     if len(grids) > 1:
@@ -127,12 +205,83 @@ def compare_runs(
     return cmp
 
 
+def _verdict(
+    b: Sequence[float], c: Sequence[float], *, paired: bool, higher_is_better: bool,
+    threshold_pct: float, alpha: float,
+) -> Verdict:  # fmt: skip
+    test = compare_pairs if paired else compare_samples
+    return test(b, c, higher_is_better=higher_is_better, threshold_pct=threshold_pct, alpha=alpha)
+
+
+def category_verdicts(
+    base: Mapping[str, Sequence[float]],
+    cand: Mapping[str, Sequence[float]],
+    *,
+    paired: bool,
+    threshold_pct: float,
+    alpha: float,
+) -> dict[str, Verdict]:
+    """One verdict per name (time: lower is better), corrected for their number.
+
+    Names with a zero time in any run (a category this build does not use) are left out.
+    """
+    verdicts = {}
+    for name in base:
+        if min([*base[name], *cand[name]]) > 0:
+            verdicts[name] = _verdict(
+                base[name], cand[name], paired=paired, higher_is_better=False,
+                threshold_pct=threshold_pct, alpha=alpha,
+            )  # fmt: skip
+    return adjust_for_many_categories(verdicts, alpha)
+
+
+def _category_times(runs: list[Run]) -> dict[str, list[float]]:
+    return {
+        n: [r.breakdown.categories[n].total_ms for r in runs if r.breakdown] for n in CATEGORIES
+    }
+
+
+def kernel_verdicts(
+    base: list[Run], cand: list[Run], *, paired: bool, threshold_pct: float, alpha: float
+) -> dict[str, Verdict]:
+    """The top kernels by baseline time, each from its median call duration in every run.
+
+    A kernel is compared only when every run on both sides has its median (a kernel
+    trace, not kernel_stats or md.log); thousands of calls make each run's median precise,
+    and the runs, not the calls, give the run-to-run noise the test needs.
+    """
+    runs = base + cand
+    if len(base) < 2 or len(cand) < 2 or not all(r.breakdown for r in runs):
+        return {}
+    medians: list[dict[str, float]] = [
+        {k.name: k.median_us for k in r.breakdown.kernels if k.median_us}
+        for r in runs
+        if r.breakdown
+    ]
+    common = set.intersection(*(set(m) for m in medians))
+    totals = {
+        name: sorted(k.total_ms for r in base if r.breakdown for k in r.breakdown.kernels
+                     if k.name == name)[len(base) // 2]
+        for name in common
+    }  # fmt: skip
+    top = sorted(common, key=lambda name: (-totals[name], name))[:TOP_KERNELS]
+    n = len(base)
+    return category_verdicts(
+        {name: [m[name] for m in medians[:n]] for name in top},
+        {name: [m[name] for m in medians[n:]] for name in top},
+        paired=paired, threshold_pct=threshold_pct, alpha=alpha,
+    )  # fmt: skip
+
+
 def adjust_for_many_categories(verdicts: dict[str, Verdict], alpha: float) -> dict[str, Verdict]:
     """Benjamini–Hochberg across categories: seven tests at 5% would cry wolf too often.
 
     A category keeps its verdict only if its p-value survives the step-up procedure
     (Benjamini & Hochberg 1995), which bounds the expected share of false findings at
-    `alpha` and, when nothing changed at all, the chance of any finding.
+    `alpha` and, when nothing changed at all, the chance of any finding. Categories of one
+    run are positively correlated (a slow run slows them all); the bound still holds under
+    such positive regression dependence (Benjamini & Yekutieli 2001, *Ann. Stat.* 29:1165),
+    and the simulation in `benchmarks/bench_stats.py` measures it with correlated categories.
     """
     tested = sorted((v.p_value, k) for k, v in verdicts.items() if v.p_value is not None)
     m, passed = len(tested), 0
@@ -168,6 +317,7 @@ def _check_energy(cmp: Comparison, base: list[Run], cand: list[Run]) -> None:
         )
         cmp.ns_per_day = _never_faster(cmp.ns_per_day)
         cmp.categories = {k: _never_faster(v) for k, v in cmp.categories.items()}
+        cmp.kernels = {k: _never_faster(v) for k, v in cmp.kernels.items()}
 
 
 def _never_faster(verdict: Verdict) -> Verdict:

@@ -6,41 +6,108 @@ from typing import Literal
 
 from tabulate import tabulate
 
+from orchestrator.results.codegen_diff import summary_lines
 from orchestrator.results.compare import Comparison
 from orchestrator.results.stats import Verdict
 
 Format = Literal["simple", "markdown"]
-HEADERS = ["", "baseline", "this", "Δ%", "baseline range", "this range", "p"]
+HEADERS = ["", "baseline", "this", "Δ%", "CI of Δ", "detectable", "p", "baseline range",
+           "this range"]  # fmt: skip
+#: Runs that shared the machine named one a line, then "and N more".
+NOISE_LINES = 6
+#: Kernel names are cut to this many characters in the table.
+KERNEL_NAME = 48
 
 
 def _range(low: float, high: float) -> str:
     return f"{low:.4g}–{high:.4g}" if low != high else f"{low:.4g} (all)"
 
 
+def _ci(v: Verdict) -> str:
+    if v.ci_low is None or v.ci_high is None:
+        return "n/a"
+    return f"{100 * (v.ci_low - 1):+.1f}…{100 * (v.ci_high - 1):+.1f}%"
+
+
 def _row(label: str, v: Verdict) -> list[str]:
     p = "n/a" if v.p_value is None else f"{v.p_value:.3g}" + ("" if v.testable else " (untestable)")
+    detectable = "none" if v.p_value is not None and not v.testable else "n/a"
     return [
         f"{v.marker} {label}",
         f"{v.baseline_median:.2f}",
         f"{v.candidate_median:.2f}",
         f"{v.delta_pct:+.2f}%",
+        _ci(v),
+        f"±{v.mdc_pct:.1f}%" if v.mdc_pct is not None else detectable,
+        p,
         _range(*v.baseline_spread),
         _range(*v.candidate_spread),
-        p,
     ]
 
 
+def _short(name: str) -> str:
+    return name if len(name) <= KERNEL_NAME else name[: KERNEL_NAME - 1] + "…"
+
+
+def _category(cmp: Comparison, name: str) -> str:
+    """The category's row label; `(code unchanged)` when both builds compiled every one of
+    its kernels byte-identically, so a timing change there is not the compiler's doing."""
+    same = cmp.codegen is not None and name in cmp.codegen.categories
+    return f"{name} (ms)" + (" (code unchanged)" if same and _unchanged(cmp, name) else "")
+
+
+def _unchanged(cmp: Comparison, name: str) -> bool:
+    """Both builds compiled `name`'s kernels identically, and the timings are theirs."""
+    if cmp.codegen is None or (cmp.cpu_only and cmp.codegen.gpu):
+        return False
+    return cmp.codegen.code_unchanged(name)
+
+
+def codegen_lines(cmp: Comparison) -> list[str]:
+    """The codegen summary printed beside the timing verdict."""
+    if cmp.codegen is None:
+        return []
+    lines = ["codegen (kernels changed / unchanged / only in one build):"]
+    lines += [f"  {line}" for line in summary_lines(cmp.codegen)]
+    if cmp.cpu_only and cmp.codegen.gpu:
+        lines.append(
+            "note: the runs were on the host CPU only (--cpu-only): the timings above are "
+            "of host code, which both builds compiled alike; the GPU kernels above did not run"
+        )
+    for name, verdict in cmp.categories.items():
+        if verdict.significant and _unchanged(cmp, name):
+            lines.append(
+                f"note: {name} timing moved but its code is unchanged in both builds: "
+                "not caused by codegen (noise, inputs, or code outside the compiler's reach)"
+            )
+    return lines
+
+
 def render(cmp: Comparison, fmt: Format = "simple") -> str:
+    """The full report: headline, statistics, category table, kernel table and every caveat."""
+    style = "github" if fmt == "markdown" else "simple"
     rows = [_row("ns/day", cmp.ns_per_day)]
-    rows += [_row(f"{name} (ms)", v) for name, v in cmp.categories.items()]
-    table = tabulate(rows, headers=HEADERS, tablefmt="github" if fmt == "markdown" else "simple")
-    lines = [cmp.headline, cmp.stats_line, "", table, ""]
+    rows += [_row(_category(cmp, name), v) for name, v in cmp.categories.items()]
+    lines = [cmp.headline, cmp.stats_line]
+    if cmp.noise_headline:
+        lines.append("⚠ " + cmp.noise_headline + ":")
+        lines += [f"  {line}" for line in cmp.noise[:NOISE_LINES]]
+        if len(cmp.noise) > NOISE_LINES:
+            lines.append(f"  … and {len(cmp.noise) - NOISE_LINES} more")
+    lines += ["", tabulate(rows, headers=HEADERS, tablefmt=style), ""]
+    if cmp.kernels:
+        kernel_rows = [_row(f"{_short(name)} (µs)", v) for name, v in cmp.kernels.items()]
+        lines.append(f"top {len(cmp.kernels)} kernels, median call duration in each run:")
+        lines += [tabulate(kernel_rows, headers=HEADERS, tablefmt=style), ""]
+    lines += codegen_lines(cmp)
     if not cmp.comparable and cmp.comparable_note:
         lines.append("⚠ " + cmp.comparable_note)
     if cmp.suspect and cmp.suspect_note:
         lines.append("⚠ " + cmp.suspect_note)
     untestable = {v.note for v in cmp.categories.values() if not v.testable}
     lines += [f"note: {note}" for note in sorted(untestable)]
+    if cmp.unpaired:
+        lines.append(f"note: left out, no pair partner: {', '.join(cmp.unpaired)}")
     lines.append(f"baseline: {', '.join(cmp.baseline)}")
     lines.append(f"this:     {', '.join(cmp.candidate)}")
     return "\n".join(lines).rstrip() + "\n"
@@ -52,8 +119,15 @@ def webhook_text(cmp: Comparison) -> str:
     for name, v in cmp.categories.items():
         change = f"{v.delta_pct:+.2f}% vs {v.baseline_median:.2f}"
         lines.append(f"{v.marker} {name}: {v.candidate_median:.2f} ms ({change})")
+    moved = [f"{v.marker} {_short(k)} {v.delta_pct:+.1f}%" for k, v in cmp.kernels.items()
+             if v.marker != "•"]  # fmt: skip
+    if moved:
+        more = f"; and {len(moved) - 3} more" if len(moved) > 3 else ""
+        lines.append("kernels: " + "; ".join(moved[:3]) + more)
     lines.append(cmp.stats_line)
     for note in (cmp.comparable_note, cmp.suspect_note):
         if note:
             lines.append("⚠ " + note)
+    if cmp.noise:
+        lines.append(f"⚠ {len(cmp.noise)} of {cmp.runs} runs shared the machine: not to be trusted")
     return "\n".join(lines)

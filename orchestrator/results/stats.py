@@ -13,30 +13,44 @@ a shared machine is 5–13 % of ns/day. The tools here are chosen for that regim
   normal approximation with tie and continuity corrections is used instead;
 * `min_attainable_p`, so that "too few runs to ever reach significance" is reported as such
   (asv's test, for example, cannot fire below 7 runs per side);
-* a percentile bootstrap confidence interval of the ratio of medians (Efron & Tibshirani 1993,
-  ch. 13). With n <= 5 per side a resampled median takes at most n distinct values, so the
-  interval is coarse and tends to be too narrow; it is never used on its own.
+* the distribution-free confidence interval of the ratio that inverts the same exact test
+  (Moses; Lehmann 1963, *Ann. Math. Stat.* 34:1507; Hollander & Wolfe 1999 §4.3): the
+  order statistics of the n_a * n_b log differences, cut where the exact U distribution
+  puts alpha / 2 in each tail. It covers the true ratio with probability >= 1 - alpha
+  under a multiplicative shift whatever the distribution, needs no resampling and cannot
+  be too narrow for small n, unlike a percentile bootstrap of the medians (Efron &
+  Tibshirani 1993, ch. 13), which this replaced;
+* the minimum detectable change at 80 % power: the normal-theory relation
+  (t_{1-a/2} + t_{power}) * s * sqrt(1/n_a + 1/n_b) on the log scale, with a the size the
+  exact test can actually attain (4 vs 4: 2/70, not 0.05) and s inflated by sqrt(pi/3),
+  the asymptotic efficiency of the U test relative to the t test under normality
+  (Hodges & Lehmann 1956, *Ann. Math. Stat.* 27:324).
 
-`compare_samples` requires *both* p < alpha and a (1 - alpha) ratio CI that excludes 1. The
-exact test controls the false-positive rate; the CI adds a check on the size and direction
-of the effect. Requiring both is conservative, which suits noisy machines.
+`compare_samples` requires *both* p < alpha and a (1 - alpha) ratio interval that excludes
+1; without ties they agree by construction. It is the test for groups that were not run
+in interleaved pairs (`compare` of arbitrary groups); `bench` runs pairs and uses the paired
+test of `orchestrator.results.paired`.
 """
 
 from __future__ import annotations
 
 import math
-import random
 import statistics
 from collections.abc import Sequence
 from fractions import Fraction
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
+
+from orchestrator.results.student import t_ppf
 
 #: Pooled run counts up to this use the exact distribution; above, the normal approximation.
 EXACT_MAX_N = 40
 
 Marker = Literal["🚀", "🐢", "•"]
+#: Power at which a "no change" states what it could have detected.
+POWER = 0.8
 
 
 def _check(values: Sequence[float], name: str) -> list[float]:
@@ -51,6 +65,15 @@ def _check(values: Sequence[float], name: str) -> list[float]:
 def median(values: Sequence[float]) -> float:
     """Median of `values` (mean of the two middle values for an even count)."""
     return float(statistics.median(_check(values, "median")))
+
+
+def variance(values: Sequence[float]) -> float:
+    """Sample variance (n - 1) by two passes of `math.fsum`: as exact as statistics.variance
+    for timings, without its Fractions (which dominate the simulation's run time)."""
+    if len(values) < 2:
+        raise ValueError("variance: need at least two values")
+    mean = math.fsum(values) / len(values)
+    return math.fsum((v - mean) ** 2 for v in values) / (len(values) - 1)
 
 
 def spread(values: Sequence[float]) -> tuple[float, float]:
@@ -68,7 +91,7 @@ def iqr(values: Sequence[float]) -> float:
     return q3 - q1
 
 
-def _midranks(a: list[float], b: list[float]) -> tuple[float, list[tuple[int, int]]]:
+def _midranks(a: list[float], b: list[float]) -> tuple[float, tuple[tuple[int, int], ...]]:
     """Doubled rank sum of `a` and the tie groups (size, doubled midrank) of the pooled data.
 
     Ranks are doubled so that midranks (x.5) stay integers and the counting is exact.
@@ -85,15 +108,17 @@ def _midranks(a: list[float], b: list[float]) -> tuple[float, list[tuple[int, in
         groups.append((size, rank2))
         rank_sum2 += rank2 * sum(1 for _, side in pooled[i:j] if side == 0)
         i = j
-    return rank_sum2, groups
+    return rank_sum2, tuple(groups)
 
 
-def _rank_sum_counts(groups: list[tuple[int, int]], k_total: int) -> dict[int, int]:
+@lru_cache(maxsize=512)
+def _rank_sum_counts(groups: tuple[tuple[int, int], ...], k_total: int) -> dict[int, int]:
     """For each doubled rank sum s: how many k_total-subsets of the pooled runs have sum s.
 
     Dynamic programming over tie groups: taking j of a group's t runs adds j times its
     midrank, in C(t, j) ways. Without ties every group has t = 1 and this is the usual
-    recurrence for the exact Mann–Whitney distribution.
+    recurrence for the exact Mann–Whitney distribution. Cached: without ties the groups,
+    hence the distribution, depend only on the sample sizes. Callers must not mutate it.
     """
     layers: list[dict[int, int]] = [{} for _ in range(k_total + 1)]
     layers[0][0] = 1
@@ -164,50 +189,93 @@ def min_attainable_p(n_a: int, n_b: int) -> float:
     return min(1.0, 2 / math.comb(n_a + n_b, n_a))
 
 
-def _percentile(ordered: list[float], q: float) -> float:
-    """Linear-interpolation percentile (numpy's default) of sorted data, q in [0, 1]."""
-    pos = q * (len(ordered) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+@lru_cache(maxsize=256)
+def _u_counts(n_a: int, n_b: int) -> tuple[int, ...]:
+    """Without ties: how many of the C(n_a + n_b, n_a) splits give U = 0, 1, …, n_a * n_b."""
+    pooled = tuple((1, 2 * i) for i in range(1, n_a + n_b + 1))
+    offset = n_a * (n_a + 1)  # doubled minimum rank sum
+    counts = [0] * (n_a * n_b + 1)
+    for s2, count in _rank_sum_counts(pooled, n_a).items():
+        counts[(s2 - offset) // 2] += count
+    return tuple(counts)
 
 
-def bootstrap_ratio_ci(
-    a: Sequence[float],
-    b: Sequence[float],
-    *,
-    confidence: float = 0.95,
-    resamples: int = 5000,
-    seed: int = 0,
-) -> tuple[float, float]:
-    """Percentile bootstrap CI of median(b) / median(a); deterministic for a given seed.
+def _cut(n_a: int, n_b: int, alpha: float) -> int:
+    """How many U values each two-sided tail of size < alpha holds (0: none can reject)."""
+    if n_a + n_b > EXACT_MAX_N:
+        z = statistics.NormalDist().inv_cdf(1 - alpha / 2)
+        return max(0, math.floor(n_a * n_b / 2 - z * math.sqrt(n_a * n_b * (n_a + n_b + 1) / 12)))
+    counts, total = _u_counts(n_a, n_b), math.comb(n_a + n_b, n_a)
+    k, cum = 0, 0
+    while k < len(counts) and 2 * (cum + counts[k]) < alpha * total:
+        cum += counts[k]
+        k += 1
+    return k
 
-    Each side is resampled with replacement independently. Coarse for n <= 5 per side (few
-    distinct resampled medians, intervals too narrow); pair it with `mann_whitney_exact`.
-    Values must be positive (timings, ns/day).
+
+def attainable_alpha(n_a: int, n_b: int, alpha: float) -> float | None:
+    """The largest two-sided size below `alpha` the exact test attains (None: none does)."""
+    k = _cut(n_a, n_b, alpha)
+    if k == 0:
+        return None
+    if n_a + n_b > EXACT_MAX_N:
+        return alpha
+    return 2 * sum(_u_counts(n_a, n_b)[:k]) / math.comb(n_a + n_b, n_a)
+
+
+def ratio_ci(
+    a: Sequence[float], b: Sequence[float], *, confidence: float = 0.95
+) -> tuple[float, float] | None:
+    """Distribution-free CI of the ratio b / a (Moses): None when the sizes are too small.
+
+    The ratios b_j / a_i of all n_a * n_b pairs are sorted and the k smallest and k largest
+    are cut, k from the exact null distribution of U (normal approximation beyond
+    `EXACT_MAX_N`). It is exactly the set of ratios r for which the Mann–Whitney test does
+    not reject "b / r and a have the same distribution" at 1 - confidence.
     """
     xa, xb = _check(a, "a"), _check(b, "b")
     if min(xa + xb) <= 0:
-        raise ValueError("bootstrap_ratio_ci: values must be positive")
-    if not 0 < confidence < 1 or resamples < 1:
-        raise ValueError("bootstrap_ratio_ci: need 0 < confidence < 1 and resamples >= 1")
-    rng = random.Random(seed)
-    med = statistics.median
-    ratios = sorted(
-        med(rng.choices(xb, k=len(xb))) / med(rng.choices(xa, k=len(xa))) for _ in range(resamples)
-    )
-    tail = (1 - confidence) / 2
-    return _percentile(ratios, tail), _percentile(ratios, 1 - tail)
+        raise ValueError("ratio_ci: values must be positive")
+    if not 0 < confidence < 1:
+        raise ValueError("ratio_ci: need 0 < confidence < 1")
+    k = _cut(len(xa), len(xb), 1 - confidence)
+    if k == 0:
+        return None
+    diffs = sorted(math.log(y) - math.log(x) for x in xa for y in xb)
+    return math.exp(diffs[k - 1]), math.exp(diffs[len(diffs) - k])
+
+
+def min_detectable_pct(
+    a: Sequence[float], b: Sequence[float], *, alpha: float, power: float = POWER
+) -> float | None:
+    """The change (%) the exact U test finds with `power`, given the spread; None: no change."""
+    xa, xb = _check(a, "a"), _check(b, "b")
+    n_a, n_b = len(xa), len(xb)
+    size = attainable_alpha(n_a, n_b, alpha) if n_a >= 2 and n_b >= 2 else None
+    if size is None:
+        return None
+    la, lb = [math.log(v) for v in xa], [math.log(v) for v in xb]
+    df = n_a + n_b - 2
+    pooled = ((n_a - 1) * variance(la) + (n_b - 1) * variance(lb)) / df
+    se = math.sqrt(pooled * (1 / n_a + 1 / n_b) * math.pi / 3)
+    return 100 * math.expm1((t_ppf(1 - size / 2, df) + t_ppf(power, df)) * se)
 
 
 class Verdict(BaseModel):
-    """Candidate (dev) versus baseline for one metric; deltas are candidate minus baseline."""
+    """Candidate (dev) versus baseline for one metric; deltas are candidate minus baseline.
+
+    `delta_pct` is the change the test is about: the ratio of medians (unpaired) or the
+    geometric mean of the pair ratios (paired); `delta_abs` is that change in the metric's
+    unit, at the baseline median. `mdc_pct` is the change the test would have found with
+    probability `power` at `alpha`, given the observed spread (None: no change at all).
+    """
 
     model_config = ConfigDict(frozen=True)
 
     higher_is_better: bool
     threshold_pct: float
     alpha: float
+    paired: bool = False
     n_baseline: int
     n_candidate: int
     baseline_median: float
@@ -220,9 +288,11 @@ class Verdict(BaseModel):
     candidate_iqr: float
     min_attainable_p: float
     p_value: float | None  # None when a side has fewer than 2 runs
-    test_method: Literal["exact", "asymptotic"] | None
-    ci_low: float | None  # (1 - alpha) CI of candidate_median / baseline_median
+    test_method: Literal["exact", "asymptotic", "paired-t"] | None
+    ci_low: float | None  # (1 - alpha) CI of the ratio candidate / baseline
     ci_high: float | None
+    mdc_pct: float | None = None
+    power: float = POWER
     testable: bool  # enough runs that p < alpha is attainable at all
     significant: bool  # p < alpha and the ratio CI excludes 1
     improved: bool | None  # direction of a significant change, else None
@@ -230,7 +300,7 @@ class Verdict(BaseModel):
     note: str
 
 
-def _fmt_p(p: float) -> str:
+def format_p(p: float) -> str:
     return "p < 0.001" if p < 0.001 else f"p = {p:#.2g}"
 
 
@@ -248,16 +318,19 @@ def compare_samples(
     higher_is_better: bool,
     threshold_pct: float = 2.0,
     alpha: float = 0.05,
+    power: float = POWER,
 ) -> Verdict:
-    """Compare runs of one metric (ms: higher_is_better=False; ns/day: True).
+    """Compare two independent groups of runs of one metric (ms: higher_is_better=False).
 
     With 2+ runs per side the verdict is significant only if the exact Mann–Whitney p < alpha
-    *and* the (1 - alpha) bootstrap CI of the ratio of medians excludes 1; the marker fires
-    only for a significant change beyond `threshold_pct`. A single run on either side shows
-    the delta but no verdict. Values must be positive and finite.
+    *and* the (1 - alpha) distribution-free interval of the ratio excludes 1; the marker
+    fires only for a significant change beyond `threshold_pct`. A single run on either side
+    shows the delta but no verdict. Values must be positive and finite.
     """
-    if threshold_pct < 0 or not 0 < alpha < 1:
-        raise ValueError("compare_samples: need threshold_pct >= 0 and 0 < alpha < 1")
+    if threshold_pct < 0 or not 0 < alpha < 1 or not 0 < power < 1:
+        raise ValueError(
+            "compare_samples: need threshold_pct >= 0, 0 < alpha < 1 and 0 < power < 1"
+        )
     base, cand = _check(baseline, "baseline"), _check(candidate, "candidate")
     if min(base + cand) <= 0:
         raise ValueError("compare_samples: values must be positive")
@@ -270,9 +343,9 @@ def compare_samples(
     p: float | None = None
     method: Literal["exact", "asymptotic"] | None = None
     ci: tuple[float, float] | None = None
+    mdc: float | None = None
     significant = False
     testable = n_b >= 2 and n_c >= 2 and min_p < alpha
-    level = f"{100 * (1 - alpha):g}%"
     if n_b < 2 or n_c < 2:
         who = (
             "run per side" if n_b == n_c == 1 else ("baseline run" if n_b < 2 else "candidate run")
@@ -281,21 +354,25 @@ def compare_samples(
     else:
         _, p = mann_whitney_exact(base, cand)
         method = "exact" if n_b + n_c <= EXACT_MAX_N else "asymptotic"
-        ci = bootstrap_ratio_ci(base, cand, confidence=1 - alpha)
-        ci_text = f"{level} CI of ratio {ci[0]:.3f}–{ci[1]:.3f}"
-        if not testable:
+        ci = ratio_ci(base, cand, confidence=1 - alpha)
+        mdc = min_detectable_pct(base, cand, alpha=alpha, power=power)
+        if not testable or ci is None or mdc is None:
             note = (
                 f"{n_b} vs {n_c} runs cannot reach p < {alpha:g} with an exact Mann–Whitney"
                 f" test (minimum p = {min_p:#.2g}); run --repeats {_repeats_needed(alpha)}"
                 " or more"
             )
-        elif p >= alpha:
-            note = f"change within noise ({_fmt_p(p)})"
-        elif ci[0] <= 1 <= ci[1]:
-            note = f"inconclusive: {_fmt_p(p)} but the {ci_text} includes 1"
+        elif p >= alpha or ci[0] <= 1 <= ci[1]:
+            note = (
+                f"change within noise ({format_p(p)}); {n_b} vs {n_c} runs could have "
+                f"detected ±{mdc:.1f}% ({power:.0%} power at α = {alpha:g})"
+            )
         else:
             significant = True
-            note = f"{word} by {abs(delta_pct):.1f}% ({_fmt_p(p)}, {ci_text})"
+            note = (
+                f"{word} by {abs(delta_pct):.1f}% ({format_p(p)}, {100 * (1 - alpha):g}% CI "
+                f"of ratio {ci[0]:.3f}–{ci[1]:.3f})"
+            )
             if abs(delta_pct) <= threshold_pct:
                 note += f", within the {threshold_pct:g}% threshold"
     marker: Marker = "•"
@@ -320,6 +397,8 @@ def compare_samples(
         test_method=method,
         ci_low=ci[0] if ci else None,
         ci_high=ci[1] if ci else None,
+        mdc_pct=mdc,
+        power=power,
         testable=testable,
         significant=significant,
         improved=better if significant else None,

@@ -3,14 +3,24 @@
 The field report's methodology asks for a `performance` CPU governor and a pinned GPU
 performance level before any A/B; we cannot set them (that needs root on the host and
 changes the machine), but every result says whether they were set.
+
+`NoiseSampler` records what else the machine did while a run ran (`HostNoise`): the CPU
+time of every other process, read from /proc every second (so a compile job beside the
+run is named), the CPU steal a hypervisor took, the load average, and the other running
+containers. Two runs of one image on a busy 2-core machine differed by 23 % here; the
+report says which runs shared the machine instead of leaving the reader to guess.
 """
 
 from __future__ import annotations
 
+import os
 import platform as platform_module
 import re
 import socket
+import threading
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from types import TracebackType
 
 from pydantic import BaseModel, Field
 
@@ -62,3 +72,240 @@ def collect(platform: Platform, sys_root: Path = Path("/")) -> HostInfo:
     info.gpu_perf_level = devices.gpu_perf_level
     info.warnings += devices.warnings
     return info
+
+
+#: Other processes using this many CPUs on average make a run's number untrustworthy.
+OTHER_CPUS_LIMIT = 0.25
+#: CPU steal (percent of all CPU time) beyond which the hypervisor is said to interfere.
+STEAL_LIMIT_PCT = 2.0
+#: Seconds between samples; a process that lives less than this may go unseen.
+SAMPLE_SECONDS = 1.0
+
+
+class ProcessLoad(BaseModel):
+    """One other program (by its command name) and the CPUs it used on average."""
+
+    name: str
+    cpus: float
+
+
+class HostNoise(BaseModel):
+    """What else ran on the machine during one run, sampled from /proc while it ran.
+
+    `other_cpus` counts every process outside the run's container and this tool (the
+    engine's own daemons included); `steal_pct` is the CPU time a hypervisor gave to other
+    guests. `warnings` says, in words, why the run's number is not to be trusted.
+    """
+
+    samples: int
+    seconds: float
+    cpu_count: int
+    run_threads: int
+    other_cpus: float
+    other_cpus_max: float
+    top_others: list[ProcessLoad] = Field(default_factory=list)
+    steal_pct: float | None = None
+    load_start: float | None = None
+    load_end: float | None = None
+    other_containers: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+    @property
+    def shared(self) -> bool:
+        return bool(self.warnings)
+
+
+#: One process in one sample: (command name, start time in ticks since boot, CPU ticks).
+_Proc = tuple[str, int, int]
+
+
+class _Sample:
+    """/proc at one instant: every process's CPU ticks, the CPU totals and the load."""
+
+    def __init__(self, proc: Path) -> None:
+        self.when = _uptime(proc)  # seconds since boot: the clock of the processes' start times
+        self.uptime_ticks = int(self.when * os.sysconf("SC_CLK_TCK"))
+        self.cpu_total, self.cpu_steal = _cpu_times(proc)
+        self.load = _load(proc)
+        self.processes: dict[int, _Proc] = {}
+        with os.scandir(proc) as entries:
+            for entry in entries:
+                if entry.name.isdigit() and (stat := _proc_stat(Path(entry.path))) is not None:
+                    self.processes[int(entry.name)] = stat
+
+
+def _uptime(proc: Path) -> float:
+    return float((_read(proc / "uptime") or "0").split()[0])
+
+
+def _cpu_times(proc: Path) -> tuple[int, int]:
+    """(all CPU ticks, steal ticks) from the `cpu` line of /proc/stat (proc(5))."""
+    for line in (_read(proc / "stat") or "").splitlines():
+        if line.startswith("cpu "):
+            fields = [int(v) for v in line.split()[1:9]]  # user … steal (guest is in user)
+            fields += [0] * (8 - len(fields))
+            return sum(fields), fields[7]
+    return 0, 0
+
+
+def _load(proc: Path) -> float | None:
+    text = _read(proc / "loadavg")
+    return float(text.split()[0]) if text else None
+
+
+def _proc_stat(pid_dir: Path) -> _Proc | None:
+    """(comm, starttime, utime + stime) of /proc/<pid>/stat; None when it just vanished."""
+    try:
+        text = (pid_dir / "stat").read_text(errors="replace")
+    except OSError:
+        return None
+    close = text.rfind(")")
+    fields = text[close + 2 :].split()  # from field 3 (state) on
+    if close < 0 or len(fields) < 20:
+        return None
+    return text[text.find("(") + 1 : close], int(fields[19]), int(fields[11]) + int(fields[12])
+
+
+class NoiseSampler:
+    """Samples /proc at start, every `interval` seconds in a thread, and at stop.
+
+    `containers` lists the running containers (id to name); the one named
+    `own_container` is the run itself and its processes are not "others". Use it as a
+    context manager around the container run, then read `result()`.
+    """
+
+    def __init__(
+        self,
+        *,
+        run_threads: int,
+        containers: Callable[[], Mapping[str, str] | None] | None = None,
+        own_container: str | None = None,
+        interval: float = SAMPLE_SECONDS,
+        proc: Path = Path("/proc"),
+    ) -> None:
+        self.run_threads, self.interval, self.proc = run_threads, interval, proc
+        self._containers, self._own_name = containers, own_container
+        self._own_id: str | None = None
+        self._others: set[str] = set()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._first: _Sample | None = None
+        self._last: _Sample | None = None
+        self._ours: dict[tuple[int, int], bool] = {}  # (pid, start) -> in the run's container
+        self._by_name: dict[str, int] = {}  # other processes' CPU ticks, by command name
+        self._peak = 0.0
+        self._samples = 0
+
+    def __enter__(self) -> NoiseSampler:
+        self.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        self.sample()
+        self._thread = threading.Thread(target=self._loop, name="noise-sampler", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self.sample(final=True)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.sample()
+
+    def _look_at_containers(self) -> None:
+        listed = self._containers() if self._containers is not None else None
+        for cid, name in (listed or {}).items():
+            if name.lstrip("/") == self._own_name:
+                self._own_id = cid
+            else:
+                self._others.add(name.lstrip("/"))
+
+    def _is_ours(self, pid: int, start: int) -> bool:
+        key = (pid, start)
+        if key not in self._ours:
+            if self._own_id is None:
+                return False  # not known yet: decide at a later sample
+            cgroup = _read(self.proc / str(pid) / "cgroup") or ""
+            self._ours[key] = self._own_id in cgroup
+        return self._ours[key]
+
+    def sample(self, *, final: bool = False) -> None:
+        """Take one sample and add what happened since the previous one."""
+        if self._first is None or final or self._own_id is None:
+            self._look_at_containers()
+        now = _Sample(self.proc)
+        self._samples += 1
+        prev = self._last
+        self._first, self._last = self._first or now, now
+        if prev is None:
+            return
+        me, ticks = os.getpid(), 0
+        for pid, (name, start, cpu) in now.processes.items():
+            before = prev.processes.get(pid)
+            if before is not None and before[1] == start:
+                used = cpu - before[2]
+            else:  # started since the last sample (or a reused pid): all of its time is new
+                used = cpu if start >= prev.uptime_ticks else 0
+            if used <= 0 or pid == me or self._is_ours(pid, start):
+                continue
+            self._by_name[name] = self._by_name.get(name, 0) + used
+            ticks += used
+        span = now.when - prev.when
+        if span > 0:
+            self._peak = max(self._peak, ticks / os.sysconf("SC_CLK_TCK") / span)
+
+    def result(self) -> HostNoise:
+        """What was seen between the first and the last sample, with warnings in words."""
+        first, last = self._first, self._last
+        seconds = (last.when - first.when) if first and last else 0.0
+        hz = os.sysconf("SC_CLK_TCK")
+        per_name = {n: t / hz / seconds for n, t in self._by_name.items()} if seconds else {}
+        top = sorted(per_name.items(), key=lambda item: -item[1])[:5]
+        steal = None
+        if first and last and last.cpu_total > first.cpu_total:
+            steal = 100 * (last.cpu_steal - first.cpu_steal) / (last.cpu_total - first.cpu_total)
+        noise = HostNoise(
+            samples=self._samples,
+            seconds=round(seconds, 3),
+            cpu_count=os.cpu_count() or 1,
+            run_threads=self.run_threads,
+            other_cpus=round(sum(per_name.values()), 3),
+            other_cpus_max=round(self._peak, 3),
+            top_others=[ProcessLoad(name=n, cpus=round(c, 3)) for n, c in top if c >= 0.005],
+            steal_pct=None if steal is None else round(steal, 2),
+            load_start=first.load if first else None,
+            load_end=last.load if last else None,
+            other_containers=sorted(self._others),
+        )
+        noise.warnings = noise_warnings(noise)
+        return noise
+
+
+def noise_warnings(noise: HostNoise) -> list[str]:
+    """Why a run's number is not to be trusted, one reason a line; empty when it is."""
+    found = []
+    if noise.other_cpus >= OTHER_CPUS_LIMIT:
+        top = ", ".join(f"{p.name} {p.cpus:.2f}" for p in noise.top_others[:3])
+        found.append(
+            f"other processes used {noise.other_cpus:.2f} CPUs on average (peak "
+            f"{noise.other_cpus_max:.2f}; {top}) while the run used {noise.run_threads} of "
+            f"{noise.cpu_count} cores"
+        )
+    if noise.steal_pct is not None and noise.steal_pct >= STEAL_LIMIT_PCT:
+        found.append(
+            f"the hypervisor gave {noise.steal_pct:.1f}% of CPU time to other guests (steal)"
+        )
+    if noise.other_containers:
+        count, names = len(noise.other_containers), ", ".join(noise.other_containers[:3])
+        more = f" and {count - 3} more" if count > 3 else ""
+        were = "other container was" if count == 1 else "other containers were"
+        found.append(f"{count} {were} running ({names}{more})")
+    return found

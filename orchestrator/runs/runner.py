@@ -2,7 +2,10 @@
 
 The run directory (`store.RunStore`) is mounted at /run; mdrun writes there, and the
 host gets `result.json` whatever happens: a finished run with its numbers, or an
-unfinished one with its failure. No container outlives the run.
+unfinished one with its failure (a timeout, a signal, the engine going away). No
+container outlives the run; if the process itself dies (SIGKILL), the record names
+its owner and its heartbeat stops, so readers call it abandoned and `clean_runs`
+removes the container.
 """
 
 from __future__ import annotations
@@ -16,19 +19,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from orchestrator.core import engine
-from orchestrator.core.engine import Client
+from orchestrator.core import engine, interrupts
+from orchestrator.core.engine import Client, EngineGone
 from orchestrator.core.errors import UserError
 from orchestrator.core.events import Caution, Emit, Event, ignore
 from orchestrator.core.settings import Settings
+from orchestrator.images.fingerprint import codegen_path
 from orchestrator.images.gromacs import gromacs_ref
 from orchestrator.images.provenance import container_labels, label
 from orchestrator.parsers.mdlog import MdLog, parse_mdlog
-from orchestrator.platforms import active, get
+from orchestrator.platforms import active, get, host_cpu
 from orchestrator.platforms.base import Platform, ProfileMode
 from orchestrator.runs import store
+from orchestrator.runs.hostinfo import HostInfo, NoiseSampler
 from orchestrator.runs.hostinfo import collect as collect_host
 from orchestrator.runs.inputs import fetch_inputs
+from orchestrator.runs.liveness import Owner, heartbeat
 from orchestrator.runs.recipe import ResolvedSystem, load_recipe
 from orchestrator.runs.store import ImageRef, RunResult, RunStore
 
@@ -48,6 +54,10 @@ class RunEnded(Event):
     log_tail: str = ""
 
 
+#: This process, as run records and container labels name it.
+OWNER = Owner.current()
+
+
 @dataclass
 class RunRequest:
     build: str
@@ -60,6 +70,13 @@ class RunRequest:
     timeout: float = 3600.0
     inputs_dir: Path | None = None
     llvm_commit: str | None = None
+    #: Run a GPU build on the host CPU only (`-nb cpu -pme cpu`, no devices): proves a
+    #: GPU image complete on a machine without a GPU, or measures its host code.
+    cpu_only: bool = False
+
+
+#: mdrun options that keep every task on the CPU, for `cpu_only` runs of GPU builds.
+CPU_ONLY_ARGS = ["-nb", "cpu", "-pme", "cpu", "-bonded", "cpu", "-update", "cpu"]
 
 
 @dataclass
@@ -103,24 +120,39 @@ def _user_steps(args: list[str]) -> int | None:
     return None
 
 
-def plan_run(client: Client, settings: Settings, req: RunRequest) -> Plan:
+def plan_run(
+    client: Client, settings: Settings, req: RunRequest, *, allow_missing: bool = False
+) -> Plan:
+    """Everything about a run that can be decided before it starts.
+
+    With `allow_missing` (`--dry-run`), an image that is not built yet is planned for on
+    the configured platform and named among the problems, so a GPU configuration can be
+    checked before a long build.
+    """
     ref = gromacs_ref(req.build)
     image = engine.image(client, ref)
-    if image is None:
-        raise UserError(
-            f"Image {ref} is not in the engine. Build it first: `nox -s build -- stable` "
-            f"(or `nox -s build -- dev --toolchain <image>`); `nox -s images` lists what exists."
-        )
-    labels = image.labels
+    how = (
+        "`nox -s build -- stable` (or `nox -s build -- dev --toolchain <image>`); "
+        "`nox -s images` lists what exists"
+    )
+    if image is None and not allow_missing:
+        raise UserError(f"Image {ref} is not in the engine. Build it first: {how}.")
+    missing = f"image {ref} is not in the engine yet: build it first, {how}"
+    labels = image.labels if image is not None else {}
     build_name = labels.get(label("build")) or req.build
     platform_name = labels.get(label("platform"))
     platform = get(platform_name) if platform_name else active(settings)
+    if req.cpu_only:
+        platform = host_cpu()
     system = load_recipe(req.system, settings.recipes_dirs)
     steps = _user_steps(req.mdrun_args) or req.steps or system.default_steps
     tag = req.tag or datetime.now(UTC).strftime("run-%Y%m%d-%H%M%S")
     run_dir = RunStore(settings.results_dir).path(store.run_id(build_name, system.name, tag))
     ntomp = settings.jobs
-    mdrun = mdrun_command(ntomp, steps, system.mdrun_args, req.mdrun_args)
+    user_args = req.mdrun_args
+    if req.cpu_only:
+        user_args = [*user_args, *(a for a in CPU_ONLY_ARGS if a not in user_args)]
+    mdrun = mdrun_command(ntomp, steps, system.mdrun_args, user_args)
     wrapped = platform.wrap(mdrun, req.profile, store.CONTAINER_DIR)
     script = (
         "#!/bin/sh\n# written by gmxbench: prepare topol.tpr, then mdrun\n"
@@ -134,18 +166,24 @@ def plan_run(client: Client, settings: Settings, req: RunRequest) -> Plan:
     )
     options = platform.container_options(req.device)
     container: dict[str, Any] = {
-        "image": image.id,
+        "image": image.id if image is not None else ref,
         "image_tag": ref,
         "command": ["sh", f"{store.CONTAINER_DIR}/{store.SCRIPT_FILE}"],
         "working_dir": store.CONTAINER_DIR,
         "volumes": {str(run_dir.resolve()): {"bind": store.CONTAINER_DIR, "mode": "rw"}},
         "environment": {"OMP_NUM_THREADS": str(ntomp), **options.environment},
-        "labels": container_labels("run", run_dir.name),
+        "labels": container_labels("run", run_dir.name, OWNER.model_dump_json()),
         "network_disabled": True,
         **options.engine_kwargs(),
     }
-    problems = platform.preflight(labels.get(label("simd")), labels.get(label("gpu_arch")), options)
-    return Plan(req, system, ref, image.id, labels, build_name, platform, run_dir, tag,
+    problems = platform.preflight(
+        labels.get(label("simd")), labels.get(label("gpu_arch")), options,
+        profile=req.profile, stack=labels.get(label("rocm_stack")),
+    )  # fmt: skip
+    if image is None:
+        problems.insert(0, missing)
+    image_id = image.id if image is not None else ""
+    return Plan(req, system, ref, image_id, labels, build_name, platform, run_dir, tag,
                 steps, ntomp, mdrun, script, container, problems)  # fmt: skip
 
 
@@ -173,8 +211,9 @@ def _prepare(settings: Settings, plan: Plan, run_dir: Path, emit: Emit) -> None:
 def execute(client: Client, settings: Settings, plan: Plan, emit: Emit = ignore) -> RunResult:
     """Run the plan; always leaves result.json and never a container.
 
-    Ctrl-C stops the container, records the run as unfinished, then interrupts the
-    caller as it would have without us (KeyboardInterrupt).
+    Ctrl-C, SIGTERM and SIGHUP (`interrupts.Interrupted`) stop the container, record
+    the run as unfinished with the reason, then interrupt the caller as they would have
+    without us. An engine that goes away is recorded the same way, then raised.
     """
     if plan.problems:
         raise UserError(
@@ -184,19 +223,69 @@ def execute(client: Client, settings: Settings, plan: Plan, emit: Emit = ignore)
     run_dir = runs.create(plan.run_dir.name)
     try:
         _prepare(settings, plan, run_dir, emit)
+        result = _new_record(plan, run_dir.name, collect_host(plan.platform))
+        codegen = codegen_path(settings.results_dir, gromacs_ref(plan.build_name))
+        if codegen.exists():  # the image's codegen fingerprint, as provenance
+            shutil.copyfile(codegen, run_dir / store.CODEGEN_FILE)
+        (run_dir / store.HEARTBEAT_FILE).touch()
+        runs.save(run_dir, result)
     except BaseException:
         shutil.rmtree(run_dir, ignore_errors=True)  # nothing half-made is left
         raise
-    host = collect_host(plan.platform)
-    for warning in host.warnings:
+    for warning in result.host.warnings:
         emit(Caution(warning))
+    started, stopped = time.monotonic(), None
+    config = {k: v for k, v in plan.container.items() if k != "image_tag"}
+    name = f"gmxbench-{run_dir.name}"[:120]
+    noise = NoiseSampler(
+        run_threads=plan.ntomp, own_container=name,
+        containers=lambda: engine.running_containers(client),
+    )  # fmt: skip
+    try:
+        emit(RunStarted(f"{result.run_id} started", result))
+        with heartbeat(run_dir / store.HEARTBEAT_FILE), noise:
+            code = engine.run(
+                client, config, name=name, timeout=plan.request.timeout,
+                logs=(run_dir / store.STDOUT_FILE, run_dir / store.STDERR_FILE), emit=emit,
+            )  # fmt: skip
+        failure = None if code == 0 else f"mdrun exited with code {code}"
+        if code is None:
+            failure = f"timed out after {plan.request.timeout:.0f} s: container killed"
+    except (KeyboardInterrupt, EngineGone) as exc:
+        stopped = exc
+        code, failure = (
+            None,
+            (
+                f"{interrupts.of(exc).reason}: container stopped"
+                if isinstance(exc, KeyboardInterrupt)
+                else exc.message
+            ),
+        )
+    with interrupts.deferred():  # a second signal waits until the record is written
+        result.duration_seconds = round(time.monotonic() - started, 3)
+        result.return_code, result.failure = code, failure
+        result.noise = noise.result()
+        md = _fill_from_log(result, run_dir)
+        if result.finished and md is not None:
+            _write_breakdown(result, plan, run_dir, md)
+        runs.save(run_dir, result)
+    tail = "" if result.finished else store.log_tail(run_dir)
+    emit(RunEnded(f"{result.run_id} ended", result, tail))
+    if stopped is not None:
+        raise stopped
+    return result
+
+
+def _new_record(plan: Plan, run: str, host: HostInfo) -> RunResult:
+    """The record written when the container starts: who, what, where, and its owner."""
     labels = plan.labels
-    result = RunResult(
-        run_id=run_dir.name,
+    return RunResult(
+        run_id=run,
         build=plan.build_name,
         system=plan.system.name,
         tag=plan.tag,
-        platform=plan.platform.name,
+        platform=labels.get(label("platform")) or plan.platform.name,
+        cpu_only=plan.request.cpu_only,
         timestamp=datetime.now(UTC).isoformat(timespec="seconds"),
         profile_mode=plan.request.profile,
         llvm_commit=plan.request.llvm_commit or labels.get(label("llvm_commit")),
@@ -209,32 +298,8 @@ def execute(client: Client, settings: Settings, plan: Plan, emit: Emit = ignore)
         steps=plan.steps,
         ntomp=plan.ntomp,
         device=plan.request.device if plan.platform.has_devices else None,
+        owner=OWNER,
     )
-    runs.save(run_dir, result)
-    emit(RunStarted(f"{result.run_id} started", result))
-    started, interrupted = time.monotonic(), False
-    config = {k: v for k, v in plan.container.items() if k != "image_tag"}
-    try:
-        code = engine.run(
-            client, config, name=f"gmxbench-{run_dir.name}", timeout=plan.request.timeout,
-            logs=(run_dir / store.STDOUT_FILE, run_dir / store.STDERR_FILE), emit=emit,
-        )  # fmt: skip
-        failure = None if code == 0 else f"mdrun exited with code {code}"
-        if code is None:
-            failure = f"timed out after {plan.request.timeout:.0f} s: container killed"
-    except KeyboardInterrupt:
-        code, failure, interrupted = None, "interrupted (Ctrl-C): container stopped", True
-    result.duration_seconds = round(time.monotonic() - started, 3)
-    result.return_code, result.failure = code, failure
-    md = _fill_from_log(result, run_dir)
-    if result.finished and md is not None:
-        _write_breakdown(result, plan, run_dir, md)
-    runs.save(run_dir, result)
-    tail = "" if result.finished else store.log_tail(run_dir)
-    emit(RunEnded(f"{result.run_id} ended", result, tail))
-    if interrupted:
-        raise KeyboardInterrupt
-    return result
 
 
 def _fill_from_log(result: RunResult, run_dir: Path) -> MdLog | None:
@@ -255,6 +320,12 @@ def _fill_from_log(result: RunResult, run_dir: Path) -> MdLog | None:
     result.coulomb_cutoff = md.coulomb_cutoff
     result.energies = md.energies
     ok = result.return_code == 0 and md.finished and md.ns_per_day is not None
+    if md.stopped_by_signal is not None:
+        ok = False
+        result.failure = result.failure or (
+            f"mdrun received the {md.stopped_by_signal} signal and stopped early "
+            "(its ns/day covers fewer steps than asked)"
+        )
     result.finished = bool(ok)
     if ok:
         result.ns_per_day, result.hour_per_ns = md.ns_per_day, md.hour_per_ns

@@ -3,11 +3,14 @@
     results/<build>__<system>__<tag>/      one run (`run_id`), mounted at /run
         result.json                        `RunResult`, written at start and at the end
         kernel_result.json                 the per-category breakdown of a finished run
+        .gmxbench-heartbeat                touched by the runner while the run is on
         run.sh, topol.*, stdout.log, stderr.log, inputs/, and what the profiler wrote
 
 Repeats of one measurement are a group: tags `<tag>-r1`, `<tag>-r2`, …; the group is
 named by `<build>__<system>__<tag>`. A run that did not finish is recorded with
-`finished: false`, its failure and no ns/day: a failed run is never a number.
+`finished: false`, its failure and no ns/day: a failed run is never a number. A record
+whose process died before it could say so is *abandoned* (`status`), and a record that
+cannot be read is *unreadable*; readers list both and compare neither.
 Everything else (runner, bench, compare, the `parse` command) asks this module.
 """
 
@@ -16,25 +19,31 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from orchestrator.core.errors import UsageError, UserError
-from orchestrator.core.files import write_atomic
+from orchestrator.core.events import Caution, Emit, ignore
+from orchestrator.core.files import DamagedRecord, read_model, write_atomic
 from orchestrator.parsers import detect
 from orchestrator.parsers.breakdown import KernelBreakdown
 from orchestrator.parsers.mdlog import parse_mdlog
 from orchestrator.platforms import PLATFORMS
-from orchestrator.runs.hostinfo import HostInfo
+from orchestrator.runs.hostinfo import HostInfo, HostNoise
+from orchestrator.runs.liveness import STALE_SECONDS, Owner, heartbeat_age
 
 RESULT_FILE = "result.json"
 KERNEL_FILE = "kernel_result.json"
+#: The codegen fingerprint of the image the run ran (`images.fingerprint`), for provenance.
+CODEGEN_FILE = "codegen.json"
 SCRIPT_FILE = "run.sh"
 INPUTS_DIR = "inputs"
 STDOUT_FILE, STDERR_FILE = "stdout.log", "stderr.log"
 #: run.sh writes the start of input preparation and of mdrun here (container clock).
 TIMES_FILE = ".gmxbench-times"
+#: Touched every few seconds while the run's process lives (`liveness.heartbeat`).
+HEARTBEAT_FILE = ".gmxbench-heartbeat"
 #: mdrun's `-deffnm`: md.log is `topol.log`, the run input `topol.tpr`.
 DEFFNM = "topol"
 #: The md.log of a run directory: ours, or mdrun's default name in a run made by hand.
@@ -89,6 +98,25 @@ class RunResult(BaseModel):
     coulomb_cutoff: float | None = None
     #: Average energies of the run (kJ/mol) from md.log, for the validity check.
     energies: dict[str, float] | None = None
+    #: The process that ran it: tells a run in progress from an abandoned one.
+    owner: Owner | None = None
+    #: A GPU build run on the host CPU only (`--cpu-only`): its numbers are host code's.
+    cpu_only: bool = False
+    #: What else the machine ran meanwhile (other processes, steal, containers).
+    noise: HostNoise | None = None
+
+
+RunState = Literal["finished", "failed", "running", "abandoned", "unreadable"]
+
+
+@dataclass
+class Status:
+    """What a run directory holds, as every list of runs shows it; `why` when not finished."""
+
+    path: Path
+    state: RunState
+    result: RunResult | None
+    why: str = ""
 
 
 @dataclass
@@ -127,8 +155,11 @@ def log_tail(run_dir: Path, lines: int = 20) -> str:
 def setup_seconds(run_dir: Path) -> float | None:
     """How long input preparation took inside the container (from `TIMES_FILE`)."""
     path = run_dir / TIMES_FILE
-    times = path.read_text().split() if path.exists() else []
-    return round(float(times[1]) - float(times[0]), 3) if len(times) == 2 else None
+    times = path.read_text(errors="replace").split() if path.exists() else []
+    try:
+        return round(float(times[1]) - float(times[0]), 3) if len(times) == 2 else None
+    except ValueError:  # cut short: the setup time is unknown, the run itself is not
+        return None
 
 
 class RunStore:
@@ -157,7 +188,7 @@ class RunStore:
 
     @staticmethod
     def load(run_dir: Path) -> RunResult:
-        return RunResult.model_validate_json((run_dir / RESULT_FILE).read_text())
+        return read_model(run_dir / RESULT_FILE, RunResult, "a run record", _fix(run_dir))
 
     @staticmethod
     def save_breakdown(run_dir: Path, breakdown: KernelBreakdown) -> Path:
@@ -166,7 +197,13 @@ class RunStore:
     @staticmethod
     def breakdown(run_dir: Path) -> KernelBreakdown | None:
         path = run_dir / KERNEL_FILE
-        return KernelBreakdown.model_validate_json(path.read_text()) if path.exists() else None
+        if not path.exists():
+            return None
+        fix = (
+            f"Delete it to compare this run on ns/day alone, or run {run_dir.name} again; "
+            f"`gmxbench parse {run_dir}` shows what its logs still hold."
+        )
+        return read_model(path, KernelBreakdown, "a kernel breakdown", fix)
 
     def resolve(self, spec: str) -> list[Path]:
         """A run directory, a run id, or a group `<build>__<system>__<tag>` (tag, tag-rN)."""
@@ -185,24 +222,83 @@ class RunStore:
     def group(self, name: str) -> list[Path]:
         """The runs of group `name`: the run of that id and its repeats, in order."""
         pattern = re.compile(re.escape(name) + r"(-r\d+)?")
-        return sorted(
-            p
-            for p in self.root.glob(name + "*")
-            if pattern.fullmatch(p.name) and (p / RESULT_FILE).exists()
-        )
+        return sorted(p for p in self.root.glob(name + "*") if pattern.fullmatch(p.name))
 
-    def finished(self, spec: str) -> list[Run]:
-        """The finished runs `spec` names, with their breakdowns; failed runs are skipped."""
-        runs = []
-        for path in self.resolve(spec):
+    def runs(self) -> list[Path]:
+        """Every run directory here (those holding, or meant to hold, a record)."""
+        if not self.root.is_dir():
+            return []
+        return sorted(p for p in self.root.iterdir() if p.is_dir() and "__" in p.name)
+
+    def status(self, path: Path) -> Status:
+        """Finished, failed, running, abandoned, or unreadable (with why)."""
+        try:
             result = self.load(path)
-            if result.finished and result.ns_per_day is not None:
-                if result.schema_version < 2 and (log := log_file(path)) is not None:
-                    result.energies = parse_mdlog(log).energies  # recorded before schema 2
-                runs.append(Run(path, result, self.breakdown(path)))
+        except DamagedRecord as exc:
+            return Status(path, "unreadable", None, exc.message)
+        if result.finished and result.ns_per_day is not None:
+            return Status(path, "finished", result)
+        if result.failure is not None or result.return_code is not None:
+            return Status(path, "failed", result, result.failure or f"exit {result.return_code}")
+        return _in_flight(path, result)
+
+    def finished(self, spec: str, emit: Emit = ignore) -> list[Run]:
+        """The finished runs `spec` names, with their breakdowns.
+
+        Every other run of the group is named in a `Caution` (failed, abandoned,
+        unreadable, still running) and left out; when none is left, a `UsageError` says
+        what each one was.
+        """
+        runs, skipped = [], []
+        for path in self.resolve(spec):
+            status = self.status(path)
+            if status.state == "finished" and status.result is not None:
+                try:
+                    runs.append(self._run(path, status.result))
+                except DamagedRecord as exc:
+                    skipped.append(Status(path, "unreadable", status.result, exc.message))
+            else:
+                skipped.append(status)
         if not runs:
-            raise UsageError(f"{spec!r} has no finished runs to compare (failed runs are skipped).")
+            listed = "; ".join(f"{s.path.name} is {s.state}: {s.why}" for s in skipped)
+            hint = CLEAN_HINT if any(s.state == "abandoned" for s in skipped) else ""
+            raise UsageError(f"{spec!r} has no finished runs to compare: {listed}.{hint}")
+        for status in skipped:
+            emit(Caution(f"left out {status.path.name}: {status.state}: {status.why}"))
         return runs
+
+    def _run(self, path: Path, result: RunResult) -> Run:
+        if result.schema_version < 2 and (log := log_file(path)) is not None:
+            result.energies = parse_mdlog(log).energies  # recorded before schema 2
+        return Run(path, result, self.breakdown(path))
+
+
+CLEAN_HINT = (
+    " An abandoned run's process died without recording an end (SIGKILL, OOM, power "
+    "loss); `gmxbench runs clean` removes the container it left and closes its record."
+)
+
+
+def _fix(run_dir: Path) -> str:
+    return (
+        f"Restore it from a copy, or move the run directory {run_dir} away and run it "
+        "again; runs are never repaired by guessing."
+    )
+
+
+def _in_flight(path: Path, result: RunResult) -> Status:
+    """A record written at start and not since: still running, or abandoned."""
+    alive = result.owner.alive() if result.owner else None
+    age = heartbeat_age(path / HEARTBEAT_FILE)
+    if alive or (alive is None and age is not None and age < STALE_SECONDS):
+        return Status(path, "running", result)
+    if alive is False and result.owner is not None:
+        why = f"its process ({result.owner.describe()}) ended without recording an end"
+    elif age is not None:
+        why = f"no sign of life for {age:.0f} s"
+    else:
+        why = "it was never finished and no process is known to own it"
+    return Status(path, "abandoned", result, why)
 
 
 def inspect(path: Path) -> dict[str, Any]:

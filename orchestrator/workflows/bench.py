@@ -1,10 +1,11 @@
 """The compiler loop (the field report's bench-llvm-commit): build, run both sides, diff.
 
 Three steps, each returning what the next one needs: `images` (the LLVM or package
-toolchain, GROMACS stable and dev) → `runs` (baseline when missing, and candidate,
-interleaved, N repeats each) → `diff`. Without a compiler the candidate is the stable
-image itself: an A/A comparison that shows the noise floor of this machine. The
-report and the webhook are the caller's: `bench` returns a `BenchOutcome`.
+toolchain, GROMACS stable and dev) → `runs` (baseline and candidate measured now, in
+interleaved pairs, a fixed number or adaptively) → `diff` (paired statistics). Without a
+compiler the candidate is the stable image itself: an A/A comparison that shows the
+noise floor of this machine. The report and the webhook are the caller's: `bench`
+returns a `BenchOutcome`.
 """
 
 from __future__ import annotations
@@ -18,28 +19,42 @@ from orchestrator.core.engine import Client
 from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.events import Emit, Step, ignore
 from orchestrator.core.settings import Settings
-from orchestrator.images.gromacs import DEV_CURRENT, build_gromacs
-from orchestrator.images.provenance import ImageRecord
+from orchestrator.images.gromacs import DEV_CURRENT, build_gromacs, gromacs_ref, record_of
+from orchestrator.images.provenance import ImageRecord, label
+from orchestrator.platforms import get
 from orchestrator.platforms.base import ProfileMode
 from orchestrator.results.compare import Comparison, compare_runs
+from orchestrator.results.paired import baseline_first, ci_halfwidth_pct, repeat_plan
 from orchestrator.runs import runner, store
 from orchestrator.runs.recipe import load_recipe
 from orchestrator.runs.store import RunResult, RunStore
 from orchestrator.workflows.build import toolchain_for
+from orchestrator.workflows.codegen import builds_codegen
 
 
 @dataclass
 class BenchRequest:
+    """The candidate's compiler (at most one of `llvm`, `toolchain`, `package`; none: A/A),
+    the baseline's (`against_*`, or a built image `against`; none: the stable image), and
+    how to run and judge them."""
+
     llvm: str | None = None
     toolchain: str | None = None
     package: str | None = None
+    against_llvm: str | None = None
+    against_toolchain: str | None = None
+    against_package: str | None = None
+    against: str | None = None
+    cpu_only: bool = False
     system: str | None = None
     tag: str | None = None
     steps: int | None = None
-    repeats: int = 3
+    #: Interleaved pairs: a number, "auto" or "auto:MAX" (`results.paired.repeat_plan`).
+    repeats: int | str = "auto"
     no_llvm_rebuild: bool = False
     no_gmx_rebuild: bool = False
-    profile: ProfileMode = "trace"
+    #: None: the kernel trace where the image's stack has a profiler, else none.
+    profile: ProfileMode | None = None
     mdrun_args: list[str] = field(default_factory=list)
     threshold_pct: float = 2.0
     alpha: float = 0.05
@@ -49,7 +64,7 @@ class BenchRequest:
 class Sides:
     """What `images` found or built: the baseline build and the one under test."""
 
-    stable: ImageRecord
+    baseline: ImageRecord
     candidate: ImageRecord
 
 
@@ -60,6 +75,7 @@ class Groups:
     baseline: str
     candidate: str
     results: list[RunResult] = field(default_factory=list)
+    pairs: int = 0
 
 
 @dataclass
@@ -85,12 +101,12 @@ class BenchOutcome:
 def bench(
     client: Client, settings: Settings, req: BenchRequest, emit: Emit = ignore
 ) -> BenchOutcome:
-    if req.repeats < 1:
-        raise UsageError("--repeats must be at least 1.")
+    repeat_plan(req.repeats)  # a bad --repeats stops here, before anything is built
     started = time.monotonic()
     sides = images(client, settings, req, emit)
     groups = runs(client, settings, req, sides, emit)
     comparison = diff(settings, req, groups, emit)
+    comparison.codegen = builds_codegen(client, settings, sides.baseline, sides.candidate, emit)
     return BenchOutcome(
         comparison=comparison,
         runs=len(groups.results),
@@ -100,9 +116,9 @@ def bench(
 
 
 def images(client: Client, settings: Settings, req: BenchRequest, emit: Emit) -> Sides:
-    """The stable image, and the dev image of the compiler asked for (if any)."""
-    emit(Step("GROMACS stable image"))
-    stable = build_gromacs(client, settings, "stable", emit=emit)
+    """The baseline (the stable image unless `against_*` names another build) and the dev
+    image of the compiler asked for (none: the baseline itself, an A/A comparison)."""
+    baseline = _baseline(client, settings, req, emit)
     if req.no_gmx_rebuild:
         current = engine.image(client, DEV_CURRENT)
         if current is None:
@@ -110,45 +126,92 @@ def images(client: Client, settings: Settings, req: BenchRequest, emit: Emit) ->
                 f"--no-gmx-rebuild: there is no {DEV_CURRENT} yet. Run once without "
                 "--no-gmx-rebuild to build the dev image."
             )
-        return Sides(stable, ImageRecord.from_labels(DEV_CURRENT, current.id, current.labels))
-    if req.llvm:
-        emit(Step(f"LLVM toolchain at {req.llvm}"))
-    elif req.package:
-        emit(Step(f"toolchain image from {req.package}"))
-    toolchain = toolchain_for(
-        client, settings, llvm=req.llvm, package=req.package, toolchain=req.toolchain,
-        rebuild=not req.no_llvm_rebuild, emit=emit,
+        return Sides(baseline, ImageRecord.from_labels(DEV_CURRENT, current.id, current.labels))
+    candidate = _dev_build(
+        client, settings, req.llvm, req.package, req.toolchain, not req.no_llvm_rebuild, emit
+    )
+    return Sides(baseline, candidate or baseline)
+
+
+def _baseline(client: Client, settings: Settings, req: BenchRequest, emit: Emit) -> ImageRecord:
+    if req.against and (req.against_llvm or req.against_toolchain or req.against_package):
+        raise UsageError("Give at most one of --against, --against-llvm, --against-toolchain "
+                         "and --against-package.")  # fmt: skip
+    if req.against:
+        image = engine.image(client, gromacs_ref(req.against))
+        if image is None or label("build") not in image.labels:
+            raise UserError(
+                f"--against {req.against}: no GROMACS image {gromacs_ref(req.against)} of this "
+                "tool in the engine. `nox -s images` lists the builds there are."
+            )
+        return record_of(image)
+    against = _dev_build(
+        client, settings, req.against_llvm, req.against_package, req.against_toolchain,
+        True, emit, side="baseline",
     )  # fmt: skip
-    if toolchain is None:
-        return Sides(stable, stable)
-    emit(Step(f"GROMACS dev build with {toolchain}"))
-    return Sides(stable, build_gromacs(client, settings, "dev", toolchain_tag=toolchain, emit=emit))
+    if against is not None:
+        return against
+    emit(Step("GROMACS stable image"))
+    return build_gromacs(client, settings, "stable", emit=emit)
+
+
+def _dev_build(
+    client: Client, settings: Settings, llvm: str | None, package: str | None,
+    toolchain: str | None, rebuild: bool, emit: Emit, side: str = "candidate",
+) -> ImageRecord | None:  # fmt: skip
+    """The dev image of one compiler (an LLVM commit, a package or a toolchain image)."""
+    if llvm:
+        emit(Step(f"{side}: LLVM toolchain at {llvm}"))
+    elif package:
+        emit(Step(f"{side}: toolchain image from {package}"))
+    tag = toolchain_for(
+        client, settings, llvm=llvm, package=package, toolchain=toolchain, rebuild=rebuild,
+        emit=emit,
+    )  # fmt: skip
+    if tag is None:
+        return None
+    emit(Step(f"{side}: GROMACS dev build with {tag}"))
+    return build_gromacs(client, settings, "dev", toolchain_tag=tag, emit=emit)
 
 
 def runs(client: Client, settings: Settings, req: BenchRequest, sides: Sides, emit: Emit) -> Groups:
-    """Baseline (when it has no runs yet) and candidate, interleaved, `repeats` each."""
-    stable, candidate = sides.stable, sides.candidate
+    """Baseline and candidate, both measured now, in interleaved pairs (ABBA ABBA…).
+
+    Every bench measures its baseline again, in a group of its own tagged
+    `kernel-baseline-<candidate tag>` (so `compare` finds the pairs later): a stored
+    baseline is history, not the comparison, since a machine drifts between benches (with
+    each run 0.5 % slower than the last, reusing one gave 57 % false alarms at 7 runs).
+    The pairs run in counterbalanced order so a linear drift cancels; `--repeats auto`
+    adds pairs until the ns/day interval is within ± the threshold (`RepeatPlan`).
+    """
+    baseline, candidate = sides.baseline, sides.candidate
+    plan = repeat_plan(req.repeats)
     system = load_recipe(req.system, settings.recipes_dirs).name
-    default_tag = "aa" if candidate is stable else "bench"
+    default_tag = "aa" if candidate is baseline else "bench"
     if candidate.llvm_commit:
         default_tag = f"llvm-{candidate.llvm_commit}"
     tag = req.tag or f"{default_tag}-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
+    base_tag = f"{store.BASELINE_TAG}-{tag}"
     groups = Groups(
-        baseline=store.run_id(stable.build or "", system, store.BASELINE_TAG),
+        baseline=store.run_id(baseline.build or "", system, base_tag),
         candidate=store.run_id(candidate.build or "", system, tag),
     )
-    with_baseline = not RunStore(settings.results_dir).group(groups.baseline)
-    n = req.repeats
-    total = n * (2 if with_baseline else 1)
-    for i in range(1, n + 1):
-        if with_baseline:
-            emit(Step(f"run {len(groups.results) + 1} of {total}: baseline {stable.build} on "
-                      f"{system}"))  # fmt: skip
-            base_tag = store.repeat_tag(store.BASELINE_TAG, i, n)
-            groups.results.append(_run(client, settings, stable, system, base_tag, req, emit))
-        emit(Step(f"run {len(groups.results) + 1} of {total}: {candidate.build} on {system}"))
-        cand_tag = store.repeat_tag(tag, i, n)
-        groups.results.append(_run(client, settings, candidate, system, cand_tag, req, emit))
+    values: tuple[list[float], list[float]] = ([], [])
+    how_many = str(plan.most) if not plan.adaptive else f"{plan.first}–{plan.most}"
+    while more := plan.more(*values, threshold_pct=req.threshold_pct, alpha=req.alpha):
+        if groups.pairs >= 2:
+            width = ci_halfwidth_pct(*values, alpha=req.alpha)
+            emit(Step(f"{groups.pairs} pairs: the ns/day ratio is known to ±{width:.1f}%, "
+                      f"wider than ±{req.threshold_pct:g}%: {more} more pairs"))  # fmt: skip
+        for _ in range(more):
+            groups.pairs += 1
+            order = [(baseline, base_tag, "baseline"), (candidate, tag, "candidate")]
+            for image, group_tag, side in order if baseline_first(groups.pairs) else order[::-1]:
+                emit(Step(f"pair {groups.pairs} of {how_many}, {side}: {image.build} on {system}"))
+                run_tag = store.repeat_tag(group_tag, groups.pairs, plan.most)
+                result = _run(client, settings, image, system, run_tag, req, emit)
+                groups.results.append(result)
+                values[side == "candidate"].append(result.ns_per_day or 0.0)
     return groups
 
 
@@ -157,8 +220,10 @@ def _run(
     req: BenchRequest, emit: Emit,
 ) -> RunResult:  # fmt: skip
     request = runner.RunRequest(
-        build=image.build or "", system=system, tag=tag, profile=req.profile,
+        build=image.build or "", system=system, tag=tag,
+        profile=req.profile or get(image.platform or "cpu").default_profile(image.rocm_stack),
         mdrun_args=req.mdrun_args, steps=req.steps, llvm_commit=image.llvm_commit,
+        cpu_only=req.cpu_only,
     )  # fmt: skip
     result = runner.execute(client, settings, runner.plan_run(client, settings, request), emit)
     if not result.finished:
@@ -170,12 +235,13 @@ def _run(
 
 
 def diff(settings: Settings, req: BenchRequest, groups: Groups, emit: Emit) -> Comparison:
-    """Both groups compared, with the statistics and validity guards of `compare`."""
+    """Both groups compared pair by pair, with the validity guards of `compare`."""
     emit(Step("diff"))
     results = RunStore(settings.results_dir)
     return compare_runs(
-        results.finished(groups.baseline),
-        results.finished(groups.candidate),
+        results.finished(groups.baseline, emit),
+        results.finished(groups.candidate, emit),
         threshold_pct=req.threshold_pct,
         alpha=req.alpha,
+        paired=True,
     )

@@ -2,8 +2,9 @@
 
 The lockfile holds the exact Dockerfile and pins every `FROM` image to the id it had,
 so the rebuild compiles the same source (sha256-checked) with the same compiler and
-flags at the same paths. Every step runs again (no layer cache): the point is to
-show that the build is reproducible, file by file, not to reuse the old layers.
+flags at the same paths. Every step runs again (no layer cache) and every unit is
+compiled again (the compile cache is bypassed): the point is to show that the build is
+reproducible, file by file, not to reuse the old layers or objects.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 from tabulate import tabulate
 
-from orchestrator.core import engine
+from orchestrator.core import engine, interrupts
 from orchestrator.core.engine import Client
 from orchestrator.core.errors import UserError
 from orchestrator.core.events import Emit, Message, ignore
@@ -23,6 +24,8 @@ from orchestrator.core.files import write_atomic
 from orchestrator.core.settings import Settings
 from orchestrator.images.catalog import label_and_tag, now_iso, probe
 from orchestrator.images.gromacs import (
+    NO_COMPILE_CACHE,
+    SourceSpec,
     ensure_lockfile,
     gromacs_ref,
     parse_version_info,
@@ -40,6 +43,8 @@ from orchestrator.images.provenance import (
 from orchestrator.images.render import render, uses_buildkit
 
 REBUILD_REPO = "gmxbench-rebuild"
+#: Tags that pin a rebuild's parents to their recorded ids while it builds.
+PINNED_REPO = "gmxbench-pinned"
 SHOWN = 20
 
 #: sha256 of every regular file under the prefix, and the target of every symlink.
@@ -94,8 +99,14 @@ def find_lockfile(client: Client, settings: Settings, target: str) -> Lockfile:
     )
 
 
+def pinned(image_id: str) -> str:
+    """A tag for a parent's exact id: BuildKit reads `FROM sha256:…` as a registry name."""
+    return f"{PINNED_REPO}:{image_id.removeprefix('sha256:')[:12]}"
+
+
 def dockerfile_of(lock: Lockfile, client: Client) -> str:
-    """The exact Dockerfile that was built, with each parent pinned to its recorded id."""
+    """The exact Dockerfile that was built, with each parent pinned to its recorded id
+    (through a `pinned` tag that `rebuild` puts on that id for the build)."""
     text = lock.dockerfile
     if text is None:
         try:
@@ -116,7 +127,9 @@ def dockerfile_of(lock: Lockfile, client: Client) -> str:
                 "`nox -s share -- load <archive>` of this image (archives carry their "
                 "parents), or rebuild on the machine that has it."
             )
-        text = re.sub(rf"^FROM {re.escape(tag)}(\s|$)", rf"FROM {image_id}\1", text, flags=re.M)
+        text = re.sub(
+            rf"^FROM {re.escape(tag)}(\s|$)", rf"FROM {pinned(image_id)}\1", text, flags=re.M
+        )
     return text
 
 
@@ -152,11 +165,22 @@ def rebuild(client: Client, settings: Settings, target: str, emit: Emit = ignore
     record, prefix = lock.record, str(lock.context["prefix"])
     dockerfile = dockerfile_of(lock, client)
     original = engine.image(client, record.id) if record.id else None
-    emit(Message(f"rebuilding {record.tag} from its lockfile, every step again"))
-    rebuilt_id = engine.build(
-        client, dockerfile, what=f"rebuild of {record.tag}", nocache=True,
-        buildkit=uses_buildkit(dockerfile), emit=emit,
-    )  # fmt: skip
+    source = SourceSpec.model_validate(lock.context["source"])
+    emit(Message(f"rebuilding {record.tag} from its lockfile, every step and every compile again"))
+    pins = [pinned(image_id) for image_id in lock.parents.values()]
+    for image_id, pin in zip(lock.parents.values(), pins, strict=True):
+        engine.tag(client, image_id, pin)
+    try:
+        rebuilt_id = engine.build(
+            client, dockerfile, what=f"rebuild of {record.tag}", nocache=True,
+            files=source.context_files(), build_args={NO_COMPILE_CACHE: "1"},
+            buildkit=uses_buildkit(dockerfile), emit=emit,
+        )  # fmt: skip
+    finally:
+        for image_id, pin in zip(lock.parents.values(), pins, strict=True):
+            parent = engine.image(client, image_id)
+            if parent is not None and len(parent.tags) > 1:  # never its last name
+                engine.remove_image(client, pin)
     _, out = probe(client, rebuilt_id, ["gmx", "--version"])
     version = parse_version_info(out)
     mismatches = {
@@ -189,11 +213,12 @@ def rebuild(client: Client, settings: Settings, target: str, emit: Emit = ignore
         )
     else:
         restored = record.model_copy(update={"created": report.created})
-        restored.id = label_and_tag(
-            client, rebuilt_id, restored, [record.tag], emit, extra_labels=lock.embedded()
-        )
+        with interrupts.deferred():  # tagged means its lockfile is on disk
+            restored.id = label_and_tag(
+                client, rebuilt_id, restored, [record.tag], emit, extra_labels=lock.embedded()
+            )
+            save_lockfile(settings.results_dir, lock.model_copy(update={"record": restored}))
         report.rebuilt_id = restored.id
-        save_lockfile(settings.results_dir, lock.model_copy(update={"record": restored}))
     write_atomic(report_path(settings.results_dir, record.tag), report.model_dump_json(indent=2))
     return report
 

@@ -24,11 +24,11 @@ from typing import IO, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from orchestrator.core import engine
+from orchestrator.core import engine, interrupts
 from orchestrator.core.engine import Client, Image
 from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.events import Emit, Message, ignore
-from orchestrator.core.files import write_atomic
+from orchestrator.core.files import DamagedRecord, write_atomic
 from orchestrator.core.settings import Settings
 from orchestrator.images import provenance
 from orchestrator.images.catalog import is_ours
@@ -102,7 +102,7 @@ def _comparable(lock: Lockfile) -> dict[str, Any]:
 def _with_local_digest(settings: Settings, lock: Lockfile) -> Lockfile:
     """Keep a digest `push` recorded for this very image id in this results dir."""
     path = provenance.lockfile_path(settings.results_dir, lock.record.tag)
-    with contextlib.suppress(OSError, ValidationError):
+    with contextlib.suppress(DamagedRecord):  # none here yet, or unreadable: nothing to keep
         local = provenance.load_lockfile(path)
         if local.record.id == lock.record.id and not lock.registry_digest:
             lock.registry_digest = local.registry_digest
@@ -277,9 +277,10 @@ def load(client: Client, settings: Settings, path: Path, emit: Emit = ignore) ->
                 loaded = engine.load(client, archive, str(path))
             if not set(ids) <= loaded:
                 raise UserError(f"Loading {path} gave {sorted(loaded)}, expected {ids}.")
-    if existing is None:
-        engine.tag(client, manifest.image_id, tag)
-    saved = provenance.save_lockfile(settings.results_dir, _with_local_digest(settings, lock))
+    with interrupts.deferred():  # tagged means its lockfile is on disk
+        if existing is None:
+            engine.tag(client, manifest.image_id, tag)
+        saved = provenance.save_lockfile(settings.results_dir, _with_local_digest(settings, lock))
     took = time.monotonic() - started
     emit(Message(f"{tag} ({manifest.image_id[:19]}) ready in {took:.0f} s; lockfile {saved}"))
     return lock.record

@@ -1,6 +1,6 @@
 """Write tests/data/stats_vectors.json: reference values from scipy for tests/test_stats.py.
 
-Run once (needs scipy and numpy; neither is a runtime dependency of the orchestrator):
+Run once (needs scipy, numpy and asv-runner; none is a runtime dependency of the orchestrator):
 
     python tests/data/make_stats_vectors.py
 
@@ -9,13 +9,17 @@ For every case it stores the inputs, scipy's U of `a`, and the two-sided p of
   permutation test `mannwhitneyu(method=PermutationMethod(n_resamples=inf))`, which enumerates
   all C(n_a + n_b, n_a) splits of the pooled midranks; null for cases too large to enumerate;
 * the asymptotic test: `mannwhitneyu(method="asymptotic")` (tie and continuity corrections).
-Bootstrap cases store scipy's percentile CI of the ratio of medians as a sanity reference
-(a different random stream, so the test compares loosely), and quantile cases numpy's
-median and IQR.
+Ratio-CI cases store the distribution-free (Moses) interval of b / a, with the exact null
+distribution of U counted by brute force over every split (itertools, independent of the
+dynamic programming under test); t cases scipy.stats.t quantiles and two-sided tails;
+paired cases scipy's one-sample t test on the log ratios (p and 95 % interval); asv cases
+the 99 % interval of the median from asv_runner's own `compute_stats`, for the reference
+re-implementation in benchmarks/reference_rules.py; quantile cases numpy's median and IQR.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from pathlib import Path
@@ -98,23 +102,55 @@ def _mwu(a: list[float], b: list[float]) -> dict[str, object]:
     }
 
 
-def _ratio_of_medians(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
-    ratio: np.ndarray = np.median(b, axis=axis) / np.median(a, axis=axis)
-    return ratio
+def _ratio_ci(name: str, a: list[float], b: list[float], confidence: float) -> dict[str, object]:
+    """Moses interval: cut k ratios from each end, k from U's exact null by enumeration."""
+    n_a, n_b = len(a), len(b)
+    counts = np.zeros(n_a * n_b + 1, dtype=np.int64)
+    ranks = range(1, n_a + n_b + 1)
+    for chosen in itertools.combinations(ranks, n_a):
+        counts[sum(chosen) - n_a * (n_a + 1) // 2] += 1
+    total = math.comb(n_a + n_b, n_a)
+    k = 0
+    while 2 * counts[: k + 1].sum() < (1 - confidence) * total:
+        k += 1
+    ratios = np.sort(np.log(np.array(b))[None, :] - np.log(np.array(a))[:, None], axis=None)
+    ci = None if k == 0 else [float(np.exp(ratios[k - 1])), float(np.exp(ratios[-k]))]
+    return {"name": name, "a": a, "b": b, "confidence": confidence, "k": k, "ci": ci}
 
 
-def _bootstrap(name: str, a: list[float], b: list[float]) -> dict[str, object]:
-    res = stats.bootstrap(
-        (a, b),
-        _ratio_of_medians,
-        vectorized=True,
-        n_resamples=5000,
-        method="percentile",
-        confidence_level=0.95,
-        rng=np.random.default_rng(1),
-    )
-    ci = res.confidence_interval
-    return {"name": name, "a": a, "b": b, "ci_low": ci.low, "ci_high": ci.high}
+def _paired(name: str, a: list[float], b: list[float]) -> dict[str, object]:
+    d = np.log(np.array(b) / np.array(a))
+    res = stats.ttest_1samp(d, 0.0)
+    ci = res.confidence_interval(0.95)
+    return {
+        "name": name,
+        "a": a,
+        "b": b,
+        "p": float(res.pvalue),
+        "ci": [float(np.exp(ci.low)), float(np.exp(ci.high))],
+    }
+
+
+def _asv_ci() -> list[dict[str, object]]:
+    from asv_runner.statistics import compute_stats  # type: ignore[import-untyped, unused-ignore]
+
+    rng = np.random.default_rng(11)
+    rows = []
+    for n in (2, 3, 4, 5, 6, 7, 8, 10):
+        y = [round(float(v), 4) for v in rng.lognormal(0.0, 0.05, n)]
+        _, st = compute_stats(y, 1)
+        rows.append({"samples": y, "ci_99": [st["ci_99_a"], st["ci_99_b"]]})
+    return rows
+
+
+def _t_values() -> list[dict[str, float]]:
+    rows = []
+    for df in (1, 2, 3, 4, 5, 7, 9, 13, 19, 29, 39):
+        for q in (0.6, 0.8, 0.9, 0.975, 0.995, 0.9995):
+            rows.append({"df": df, "q": q, "ppf": float(stats.t.ppf(q, df))})
+        for t in (0.0, 0.3, 1.0, 2.5, 7.0, 40.0):
+            rows.append({"df": df, "t": t, "sf2": float(2 * stats.t.sf(t, df))})
+    return rows
 
 
 def main() -> None:
@@ -126,9 +162,23 @@ def main() -> None:
         "scipy": scipy.__version__,
         "numpy": np.__version__,
         "mann_whitney": [{"name": name} | _mwu(a, b) for name, a, b in cases],
-        "bootstrap": [
-            _bootstrap("15v15 2% shift", a15, b15),
-            _bootstrap("8v8 measurements.md", cases[19][1], cases[19][2]),
+        "ratio_ci": [
+            _ratio_ci("12v12 2% shift", a15[:12], b15[:12], 0.95),
+            _ratio_ci("8v8 measurements.md", cases[19][1], cases[19][2], 0.95),
+            _ratio_ci("5v5 10% shift", cases[4][1], cases[4][2], 0.95),
+            _ratio_ci("4v4 shifted", cases[2][1], cases[2][2], 0.95),
+            _ratio_ci("4v4 at 99%: no interval", cases[2][1], cases[2][2], 0.99),
+            _ratio_ci("3v3 separation: no interval", cases[1][1], cases[1][2], 0.95),
+            _ratio_ci("7v7 A/A", cases[8][1], cases[8][2], 0.90),
+        ],
+        "t": _t_values(),
+        "asv_ci_99": _asv_ci(),
+        "paired_t": [
+            _paired("8 pairs measurements.md", cases[19][1], cases[19][2]),
+            _paired("5 pairs A/A", cases[5][1], cases[5][2]),
+            _paired("7 pairs 5% shift", cases[7][1], cases[7][2]),
+            _paired("3 pairs", [10.2, 10.9, 10.5], [10.4, 11.3, 10.7]),
+            _paired("2 pairs", [1.0, 2.0], [1.1, 2.3]),
         ],
         "quantiles": [
             {

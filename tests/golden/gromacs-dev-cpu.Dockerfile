@@ -19,8 +19,12 @@ FROM gmxbench-toolchain:cpu-example
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 COPY --from=source /src/gromacs.tar.gz /src/gromacs.tar.gz.sha256 /src/
 ENV SOURCE_DATE_EPOCH=1704067200
-RUN mkdir -p /src/gromacs \
+ARG GMXBENCH_NO_COMPILE_CACHE=
+RUN --mount=type=cache,id=gmxbench-ccache-cpu-bbbbbbbbbbbb-650cc6401a67,target=/ccache \
+    mkdir -p /src/gromacs /opt/gmxbench \
  && tar -C /src/gromacs --strip-components=1 -xzf /src/gromacs.tar.gz \
+ && export CCACHE_DIR=/ccache CCACHE_COMPILERCHECK=content CCACHE_STATSLOG=/tmp/ccache-stats.log \
+ && if [ -n "$GMXBENCH_NO_COMPILE_CACHE" ]; then export CCACHE_DISABLE=1; fi \
  && cmake -S /src/gromacs -B /build/gromacs \
       -G Ninja \
       -DCMAKE_BUILD_TYPE=Release \
@@ -39,7 +43,11 @@ RUN mkdir -p /src/gromacs \
       -DBUILD_TESTING=OFF \
       -DGMXAPI=OFF \
       -DGMX_INSTALL_NBLIB_API=OFF \
- && ninja -C /build/gromacs -j"$(nproc)" install \
+      -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+ && { ninja -C /build/gromacs -j"$(nproc)" install \
+      || { ccache --show-log-stats -v 2>/dev/null; exit 1; }; } \
+ && if [ -n "$GMXBENCH_NO_COMPILE_CACHE" ]; then echo disabled; \
+    else ccache --show-log-stats -v 2>/dev/null || true; fi | tee /opt/gmxbench/compile-cache.txt \
  && sed '/^GMX_BUILD_HOSTNAME:/d' /build/gromacs/CMakeCache.txt > /opt/gromacs/dev-clang16-20260516-0243/CMakeCache.txt \
  && rm -rf /build/gromacs /src/gromacs
 ENV PATH=/opt/gromacs/dev-clang16-20260516-0243/bin:$PATH \

@@ -16,8 +16,12 @@ FROM gmxbench-toolchain:rocm-example
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 COPY --from=source /src/gromacs.tar.gz /src/gromacs.tar.gz.sha256 /src/
 ENV SOURCE_DATE_EPOCH=1704067200
-RUN mkdir -p /src/gromacs \
+ARG GMXBENCH_NO_COMPILE_CACHE=
+RUN --mount=type=cache,id=gmxbench-ccache-rocm-bbbbbbbbbbbb-6a99bbcbbbcc,target=/ccache \
+    mkdir -p /src/gromacs /opt/gmxbench \
  && tar -C /src/gromacs --strip-components=1 -xzf /src/gromacs.tar.gz \
+ && export CCACHE_DIR=/ccache CCACHE_COMPILERCHECK=content CCACHE_STATSLOG=/tmp/ccache-stats.log \
+ && if [ -n "$GMXBENCH_NO_COMPILE_CACHE" ]; then export CCACHE_DISABLE=1; fi \
  && cmake -S /src/gromacs -B /build/gromacs \
       -G Ninja \
       -DCMAKE_BUILD_TYPE=Release \
@@ -39,7 +43,19 @@ RUN mkdir -p /src/gromacs \
       -DGMX_SIMD=AVX2_256 \
       -DGMX_USE_RDTSCP=ON \
       -DHIPCC_HAS_TARGET_ARCH_gfx1201=TRUE \
- && ninja -C /build/gromacs -j"$(nproc)" install \
+      -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_HIP_COMPILER_LAUNCHER=ccache \
+ && { ninja -C /build/gromacs -j"$(nproc)" install \
+      || { ccache --show-log-stats -v 2>/dev/null; exit 1; }; } \
+ && if [ -n "$GMXBENCH_NO_COMPILE_CACHE" ]; then echo disabled; \
+    else ccache --show-log-stats -v 2>/dev/null || true; fi | tee /opt/gmxbench/compile-cache.txt \
+ && find /build/gromacs -name '*.o' | sort | while read -r object; do \
+      if /opt/rocm/core-7.12/lib/llvm/bin/llvm-objdump -h "$object" | grep '[.]hip_fatbin' > /dev/null; then \
+        kept="/opt/gmxbench/codeobjects/${object#/build/gromacs/}"; \
+        mkdir -p "${kept%/*}" && cp "$object" "$kept" \
+        && /opt/rocm/core-7.12/lib/llvm/bin/llvm-objdump --offloading "$kept" > /dev/null \
+        && rm -f "$kept" "$kept".*host-*; \
+      fi; \
+    done \
  && sed '/^GMX_BUILD_HOSTNAME:/d' /build/gromacs/CMakeCache.txt > /opt/gromacs/dev-llvm-d7fead0f-20260516-0243/CMakeCache.txt \
  && rm -rf /build/gromacs /src/gromacs
 ENV PATH=/opt/gromacs/dev-llvm-d7fead0f-20260516-0243/bin:$PATH \

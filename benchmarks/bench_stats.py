@@ -1,0 +1,223 @@
+"""The decision rules on simulated runs: false alarms and power (`nox -s perf`).
+
+For each condition (`simulation.Scenario`, CV, true change, runs per side) thousands of
+data sets go through the tool's own verdict functions and through asv's and LNT's rules
+(`reference_rules`), all on the same data. Fixed seeds: the same table every time.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+from benchmarks.simulation import (
+    AUTO,
+    CLEAN,
+    RULES,
+    SCENARIOS,
+    STORED,
+    AutoCell,
+    Cell,
+    DetectableCell,
+    ReportCell,
+    Scenario,
+)
+
+TRIALS = 2000  # single metric, and --repeats auto
+AA_TRIALS = 4000  # no true change: the false-alarm rates, measured twice as finely
+REPORT_TRIALS = 800  # the 7-category report
+DETECT_TRIALS = 1000
+CVS = (0.02, 0.05, 0.10)
+EFFECTS = (0.0, 0.03, 0.05)
+PAIRS = tuple(range(3, 11))
+REPORT_PAIRS = (3, 5, 7, 10)
+DETECT_PAIRS = (3, 4, 5, 6, 8, 10)
+DEFAULT = next(iter(RULES))
+
+Job = Cell | ReportCell | AutoCell | DetectableCell
+
+
+def _trials(effect: float) -> int:
+    return AA_TRIALS if effect == 0 else TRIALS
+
+
+def single(scenario: Scenario, cv: float, effect: float, n: int) -> Cell:
+    """The single-metric cell of a condition: every rule at CV 5%, the default elsewhere."""
+    rules = tuple(RULES) if cv == 0.05 else (DEFAULT,)
+    return Cell(scenario, cv, effect, n, _trials(effect), rules)
+
+
+def auto(scenario: Scenario, cv: float, effect: float) -> AutoCell:
+    return AutoCell(scenario, cv, effect, _trials(effect))
+
+
+def _jobs() -> list[Job]:
+    jobs: list[Job] = []
+    for scenario in SCENARIOS:
+        for cv in CVS:
+            for effect in EFFECTS:
+                jobs += [single(scenario, cv, effect, n) for n in PAIRS]
+                jobs.append(auto(scenario, cv, effect))
+            if cv == 0.05:
+                jobs += [ReportCell(scenario, cv, e, n, REPORT_TRIALS) for e in EFFECTS
+                         for n in REPORT_PAIRS]  # fmt: skip
+    jobs += [single(STORED, 0.05, 0.0, n) for n in PAIRS]
+    jobs += [DetectableCell(cv, n, DETECT_TRIALS) for cv in CVS for n in DETECT_PAIRS]
+    return jobs
+
+
+def _cost(job: Job) -> float:
+    if isinstance(job, ReportCell):
+        return job.trials * job.pairs * 20
+    if isinstance(job, Cell):
+        return job.trials * job.pairs * len(job.rules)
+    return job.trials * 10
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def run_all(jobs: Sequence[Job], workers: int) -> dict[Job, dict[str, float]]:
+    """Every job's result, computed by `workers` processes (longest jobs first)."""
+    ordered = sorted(jobs, key=_cost, reverse=True)
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        results = list(pool.map(_run, ordered, chunksize=1))
+    return dict(zip(ordered, results, strict=True))
+
+
+def _run(job: Job) -> dict[str, float]:
+    return job.run()
+
+
+def _change(effect: float) -> str:
+    return "none (A/A)" if effect == 0 else f"{effect:.0%} faster"
+
+
+def default_table(res: dict[Job, dict[str, float]]) -> list[dict[str, Any]]:
+    rows = []
+    for scenario in SCENARIOS:
+        for cv in CVS:
+            for effect in EFFECTS:
+                row: dict[str, Any] = {"scenario": scenario.name, "CV": f"{cv:.0%}",
+                                       "true change": _change(effect)}  # fmt: skip
+                for n in PAIRS:
+                    row[f"n={n}"] = _pct(res[single(scenario, cv, effect, n)][DEFAULT])
+                got = res[auto(scenario, cv, effect)]
+                row["auto"] = _pct(got["fires"])
+                row["auto pairs"] = f"{got['pairs']:.1f}"
+                rows.append(row)
+    return rows
+
+
+def rules_table(res: dict[Job, dict[str, float]]) -> list[dict[str, Any]]:
+    rows = []
+    conditions = [(s, e) for s in SCENARIOS for e in EFFECTS] + [(STORED, 0.0)]
+    for name in RULES:
+        for scenario, effect in conditions:
+            row: dict[str, Any] = {"rule": name, "scenario": scenario.name,
+                                   "true change": _change(effect)}  # fmt: skip
+            for n in PAIRS:
+                row[f"n={n}"] = _pct(res[single(scenario, 0.05, effect, n)][name])
+            rows.append(row)
+    return rows
+
+
+def report_table(res: dict[Job, dict[str, float]]) -> list[dict[str, Any]]:
+    rows = []
+    names = list(next(r for j, r in res.items() if isinstance(j, ReportCell)))
+    for name in names:
+        for scenario in SCENARIOS:
+            for effect in EFFECTS:
+                row: dict[str, Any] = {
+                    "rule": name, "scenario": scenario.name,
+                    "fires": "any category (A/A)" if effect == 0 else f"nbnxm {effect:.0%} faster",
+                }  # fmt: skip
+                for n in REPORT_PAIRS:
+                    row[f"n={n}"] = _pct(
+                        res[ReportCell(scenario, 0.05, effect, n, REPORT_TRIALS)][name]
+                    )
+                rows.append(row)
+    return rows
+
+
+def detectable_table(res: dict[Job, dict[str, float]]) -> list[dict[str, Any]]:
+    rows = []
+    for cv in CVS:
+        row: dict[str, Any] = {"CV": f"{cv:.0%}"}
+        for n in DETECT_PAIRS:
+            got = res[DetectableCell(cv, n, DETECT_TRIALS)]
+            row[f"n={n}"] = f"±{got['mdc']:.1f}% → {_pct(got['power'])}"
+        rows.append(row)
+    return rows
+
+
+def _margin(p: float, trials: int) -> str:
+    """A share and its 95 % simulation margin (binomial)."""
+    return f"{_pct(p)} ± {_pct(1.96 * math.sqrt(p * (1 - p) / trials))}"
+
+
+def headline(res: dict[Job, dict[str, float]]) -> list[str]:
+    """The figures to quote: the default rule's A/A rates and power, asv's and LNT's."""
+    fixed_aa = [(r[DEFAULT], j) for j, r in res.items() if isinstance(j, Cell)
+                and j.effect == 0 and j.scenario is not STORED]  # fmt: skip
+    auto_aa = [r["fires"] for j, r in res.items() if isinstance(j, AutoCell) and j.effect == 0]
+    worst, where = max(fixed_aa, key=lambda item: item[0])
+    pooled = sum(p for p, _ in fixed_aa) / len(fixed_aa)
+    power = {n: res[single(CLEAN, 0.05, 0.03, n)][DEFAULT] for n in (5, 10)}
+    power_auto = res[auto(CLEAN, 0.05, 0.03)]
+    asv = max(res[single(s, 0.05, 0.05, n)][next(k for k in RULES if k.startswith("asv"))]
+              for s in SCENARIOS for n in PAIRS if n < 7)  # fmt: skip
+    lnt = [r["LNT (each category)"] for j, r in res.items()
+           if isinstance(j, ReportCell) and j.effect == 0 and j.pairs == 3]  # fmt: skip
+    stored = res[single(STORED, 0.05, 0.0, 10)]
+    return [
+        f"default rule (bench: paired t on log ratios), A/A false alarms with drift and slow "
+        f"runs, CV 2–10%, 3–10 pairs: {_pct(pooled)} pooled over "
+        f"{len(fixed_aa) * AA_TRIALS} trials; worst cell {_margin(worst, AA_TRIALS)} "
+        f"({where.scenario.name}, CV {where.cv:.0%}, {where.pairs} pairs)",
+        f"--repeats auto ({AUTO.first}–{AUTO.most} pairs): A/A {_pct(sum(auto_aa) / len(auto_aa))} "
+        f"pooled, worst cell {_margin(max(auto_aa), AA_TRIALS)}",
+        f"power for a true 3% change at CV 5%: {_pct(power[5])} at 5 pairs, {_pct(power[10])} "
+        f"at 10 pairs, {_pct(power_auto['fires'])} with --repeats auto "
+        f"({power_auto['pairs']:.1f} pairs on average)",
+        f"a stored baseline with drift 0.5%/run, A/A at 10 runs a side: bench's test "
+        f"{_pct(stored[DEFAULT])}, compare's {_pct(stored['compare (Mann–Whitney)'])}",
+        f"asv (--factor 1.02): a true 5% change at CV 5% fires in at most {_pct(asv)} of trials "
+        "below 7 runs a side",
+        f"LNT: A/A 7-category reports at 3 runs a side show a change in "
+        f"{_pct(min(lnt))}–{_pct(max(lnt))} of trials",
+    ]
+
+
+def main(workers: int | None = None) -> list[tuple[str, list[dict[str, Any]] | list[str]]]:
+    """Every table of the stats benchmark, titled, and how long it took."""
+    started = time.monotonic()
+    res = run_all(_jobs(), workers or os.cpu_count() or 2)
+    return [
+        ("Figures to quote", headline(res)),
+        (
+            f"The default rule (bench): share of trials per cell with a marker ({AA_TRIALS} "
+            f"A/A, {TRIALS} otherwise; threshold 2%, α 0.05); n = interleaved pairs",
+            default_table(res),
+        ),
+        (
+            "The same simulated data through each rule, CV 5% (as above; asv with "
+            "`--factor 1.02`; LNT with its defaults, times ≈ 1 s)",
+            rules_table(res),
+        ),
+        (
+            f"The 7-category report, CV 5%, categories correlated 0.5 ({REPORT_TRIALS} trials)",
+            report_table(res),
+        ),
+        (
+            'Is "could have detected ±X%" honest? Median stated X in A/A, then the power at '
+            f"a true change of X (target 80%; {DETECT_TRIALS} trials)",
+            detectable_table(res),
+        ),
+        ("Time", [f"{time.monotonic() - started:.0f} s for the whole stats benchmark"]),
+    ]

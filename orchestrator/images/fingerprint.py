@@ -1,0 +1,61 @@
+"""The codegen fingerprint of a GROMACS image: which code its compiler made, per kernel.
+
+Every GROMACS image keeps what its compiler produced (ROCm: each HIP object's GPU code
+objects; CPU: libgromacs.so itself), so the fingerprint is computed by running the probe
+(`parsers/codegen_probe.py`) inside a container of the image, with the image's own LLVM
+or binutils. It is taken when the image is built and cached as
+`results/images/<tag>.codegen.json`; an image keeps everything needed to compute it
+again, on any machine it is moved to, by any later version of the probe.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from orchestrator.core.engine import Client
+from orchestrator.core.errors import UserError
+from orchestrator.core.files import write_atomic
+from orchestrator.images.catalog import probe
+from orchestrator.images.provenance import ImageRecord, image_file
+from orchestrator.parsers.codegen import Codegen, parse_probe_output
+from orchestrator.platforms import get
+
+#: Longest a probe may take (all of GROMACS' kernels: seconds to a minute).
+PROBE_TIMEOUT = 1800
+
+
+def codegen_path(results_dir: Path, tag: str) -> Path:
+    return image_file(results_dir, tag, ".codegen.json")
+
+
+def _prefix(record: ImageRecord) -> str:
+    return f"/opt/gromacs/{record.build}"
+
+
+def fingerprint(client: Client, image_id: str, record: ImageRecord) -> Codegen:
+    """Run the probe in `image_id` (an image with `record`'s labels); the fingerprint."""
+    platform = get(record.platform or "cpu")
+    command = platform.codegen_probe("fingerprint", _prefix(record), record.rocm_stack)
+    code, out = probe(client, image_id, command, timeout=PROBE_TIMEOUT, stderr=False)
+    if code != 0:
+        _, why = probe(client, image_id, command, timeout=PROBE_TIMEOUT)
+        raise UserError(
+            f"The codegen probe failed in {record.tag} (exit {code}): "
+            f"{why.strip().splitlines()[-1][:300] if why.strip() else 'no output'}. Images "
+            "built before code objects were kept cannot be fingerprinted; build it again."
+        )
+    return parse_probe_output(out, source=f"image {record.tag}", build=record.tag)
+
+
+def save(results_dir: Path, codegen: Codegen, tag: str) -> Path:
+    return write_atomic(codegen_path(results_dir, tag), codegen.model_dump_json() + "\n")
+
+
+def function_asm(client: Client, record: ImageRecord, name: str, unit: str | None) -> str:
+    """One function's normalised code in the image of `record` (for `codegen diff --asm`)."""
+    platform = get(record.platform or "cpu")
+    command = platform.codegen_probe("asm", _prefix(record), record.rocm_stack, name, unit)
+    code, out = probe(client, record.id, command, timeout=PROBE_TIMEOUT, stderr=False)
+    if code != 0:
+        raise UserError(f"Could not print the code of {name} in {record.tag} (exit {code}).")
+    return out

@@ -1,0 +1,300 @@
+"""What a compiler change did to the code of a build: two codegen fingerprints compared.
+
+Per category: kernels changed (different normalised code), unchanged, only in A, only
+in B. Per changed kernel: the deltas a compiler developer looks at, most important
+first — occupancy drops, then new or more spills and scratch, then the largest VGPR and
+instruction changes. A category whose kernels are all byte-identical in both builds
+cannot owe a timing change to codegen: :func:`code_unchanged` says so, and
+:func:`summary_lines` prints it beside a timing verdict.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+from tabulate import tabulate
+
+from orchestrator.parsers.categories import CATEGORIES
+from orchestrator.parsers.codegen import Codegen, KernelCode
+
+Format = Literal["simple", "markdown"]
+Pair = tuple[int | None, int | None]
+
+
+class KernelDelta(BaseModel):
+    """One kernel whose code differs between A and B, with its resource counts."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    name: str
+    demangled: str | None
+    category: str
+    unit: str
+    arch: str
+    instructions: Pair
+    vgprs: Pair
+    sgprs: Pair
+    agprs: Pair
+    spills: Pair
+    scratch_bytes: Pair
+    lds_bytes: Pair
+    occupancy: Pair
+    classes: dict[str, int]  # B - A per instruction class, non-zero only
+
+    @property
+    def occupancy_drop(self) -> int:
+        a, b = self.occupancy
+        return (a - b) if a is not None and b is not None and b < a else 0
+
+    @property
+    def new_spills(self) -> bool:
+        a, b = self.spills
+        return bool(b) and not a
+
+    @property
+    def spill_increase(self) -> int:
+        a, b = self.spills
+        return max((b or 0) - (a or 0), 0)
+
+    def note(self) -> str:
+        notes = []
+        if self.occupancy_drop:
+            notes.append(f"occupancy -{self.occupancy_drop}")
+        elif _delta(self.occupancy) > 0:
+            notes.append(f"occupancy +{_delta(self.occupancy)}")
+        if self.new_spills:
+            notes.append("new spills")
+        elif self.spill_increase:
+            notes.append("more spills")
+        elif _delta(self.spills) < 0:
+            notes.append("fewer spills")
+        if _delta(self.scratch_bytes) > 0:
+            notes.append("more scratch")
+        return ", ".join(notes)
+
+    def sort_key(self) -> tuple[int, int, int, int, float, str]:
+        rank = 0 if self.occupancy_drop else 1 if self.spill_increase else 2
+        if rank == 2 and _delta(self.scratch_bytes) <= 0:
+            rank = 3
+        a_instr = max(self.instructions[0] or 0, 1)
+        relative = abs(_delta(self.instructions)) / a_instr
+        return (
+            rank,
+            -self.occupancy_drop,
+            -self.spill_increase,
+            -abs(_delta(self.vgprs)),
+            -relative,
+            self.key,
+        )
+
+
+class CategoryDiff(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    category: str
+    changed: list[str]
+    unchanged: list[str]
+    only_a: list[str]
+    only_b: list[str]
+
+    @property
+    def total(self) -> int:
+        return len(self.changed) + len(self.unchanged) + len(self.only_a) + len(self.only_b)
+
+    @property
+    def identical(self) -> bool:
+        """Every kernel of the category is in both builds with the same code."""
+        return bool(self.unchanged) and not (self.changed or self.only_a or self.only_b)
+
+
+class CodegenDiff(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    a: str
+    b: str
+    gpu: bool = True  # GPU kernels (a HIP build), else host functions (a CPU build)
+    categories: dict[str, CategoryDiff]
+    changed: list[KernelDelta]  # most important first
+
+    def code_unchanged(self, category: str) -> bool:
+        return code_unchanged(self, category)
+
+
+def _delta(pair: Pair) -> int:
+    a, b = pair
+    return (b or 0) - (a or 0) if a is not None or b is not None else 0
+
+
+def _pair(a: KernelCode, b: KernelCode, field: str) -> Pair:
+    return getattr(a, field), getattr(b, field)
+
+
+def _kernel_delta(key: str, a: KernelCode, b: KernelCode) -> KernelDelta:
+    classes = {
+        name: b.classes.get(name, 0) - a.classes.get(name, 0)
+        for name in sorted(set(a.classes) | set(b.classes))
+        if b.classes.get(name, 0) != a.classes.get(name, 0)
+    }
+    return KernelDelta(
+        key=key,
+        name=a.name,
+        demangled=b.demangled or a.demangled,
+        category=b.category,
+        unit=b.unit,
+        arch=b.arch,
+        instructions=(a.instructions, b.instructions),
+        vgprs=_pair(a, b, "vgprs"),
+        sgprs=_pair(a, b, "sgprs"),
+        agprs=_pair(a, b, "agprs"),
+        spills=(a.spills if a.vgpr_spills is not None else None, b.spills),
+        scratch_bytes=_pair(a, b, "scratch_bytes"),
+        lds_bytes=_pair(a, b, "lds_bytes"),
+        occupancy=_pair(a, b, "occupancy"),
+        classes=classes,
+    )
+
+
+def diff(a: Codegen, b: Codegen) -> CodegenDiff:
+    """Compare fingerprint A (baseline) with B (candidate), kernel by kernel."""
+    buckets: dict[str, dict[str, list[str]]] = {}
+
+    def bucket(category: str, kind: str, key: str) -> None:
+        lists = buckets.setdefault(category, {k: [] for k in ("changed", "unchanged", "a", "b")})
+        lists[kind].append(key)
+
+    changed = []
+    for key in sorted(set(a.kernels) | set(b.kernels)):
+        ka, kb = a.kernels.get(key), b.kernels.get(key)
+        if ka is None and kb is not None:
+            bucket(kb.category, "b", key)
+        elif kb is None and ka is not None:
+            bucket(ka.category, "a", key)
+        elif ka is not None and kb is not None:
+            same = ka.sha256 == kb.sha256
+            bucket(kb.category, "unchanged" if same else "changed", key)
+            if not same:
+                changed.append(_kernel_delta(key, ka, kb))
+    order = [c for c in CATEGORIES if c in buckets] + sorted(set(buckets) - set(CATEGORIES))
+    categories = {
+        c: CategoryDiff(
+            category=c,
+            changed=buckets[c]["changed"],
+            unchanged=buckets[c]["unchanged"],
+            only_a=buckets[c]["a"],
+            only_b=buckets[c]["b"],
+        )
+        for c in order
+    }
+    return CodegenDiff(
+        a=a.build or "A",
+        b=b.build or "B",
+        gpu=any(arch.startswith("gfx") for arch in a.archs),
+        categories=categories,
+        changed=sorted(changed, key=KernelDelta.sort_key),
+    )
+
+
+def code_unchanged(d: CodegenDiff, category: str) -> bool:
+    """True when every kernel of `category` is byte-identical (normalised) in A and B.
+
+    A timing change in such a category is not caused by codegen ("code unchanged").
+    False when the category has no kernels at all: nothing was compared.
+    """
+    found = d.categories.get(category)
+    return found is not None and found.identical
+
+
+def summary_line(c: CategoryDiff, deltas: list[KernelDelta]) -> str:
+    """One line for one category, to print beside its timing verdict."""
+    if c.identical:
+        return f"{c.category}: code unchanged ({len(c.unchanged)} kernels identical)"
+    parts = [f"{len(c.changed)} of {c.total} kernels changed"]
+    mine = [k for k in deltas if k.category == c.category]
+    drops = sum(1 for k in mine if k.occupancy_drop)
+    spills = sum(1 for k in mine if k.spill_increase)
+    if drops:
+        parts.append(f"{drops} with lower occupancy")
+    if spills:
+        parts.append(f"{spills} with more spills")
+    if c.only_a:
+        parts.append(f"{len(c.only_a)} only in A")
+    if c.only_b:
+        parts.append(f"{len(c.only_b)} only in B")
+    return f"{c.category}: " + ", ".join(parts)
+
+
+def summary_lines(d: CodegenDiff) -> list[str]:
+    return [summary_line(c, d.changed) for c in d.categories.values()]
+
+
+def _arrow(pair: Pair) -> str:
+    a, b = pair
+    if a == b:
+        return "" if a is None else str(a)
+    return f"{'–' if a is None else a}→{'–' if b is None else b}"
+
+
+_CAST = re.compile(r"\([\w:]+\)(?=-?\d)")
+_QUALIFIER = re.compile(r"\b\w+::")
+
+
+def short_name(demangled: str, width: int = 60) -> str:
+    """``void gmx::leapFrogKernel<(gmx::Values)2, …>(int, …)`` → ``leapFrogKernel<2, …>``.
+
+    Return type, parameter list, enum casts and namespaces go; template arguments stay,
+    since they are what tells the instances of one kernel apart.
+    """
+    text = demangled.removeprefix("void ")
+    if text.endswith(")"):
+        depth = 0
+        for i in range(len(text) - 1, -1, -1):
+            depth += {")": 1, "(": -1}.get(text[i], 0)
+            if depth == 0:
+                text = text[:i]
+                break
+    text = _QUALIFIER.sub("", _CAST.sub("", text))
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+HEADERS = ["category", "kernel", "instr", "Δinstr", "VGPR", "SGPR", "spills", "scratch",
+           "LDS", "occupancy", "note"]  # fmt: skip
+
+
+def render(d: CodegenDiff, fmt: Format = "simple", limit: int = 40) -> str:
+    """Category summary, then the changed kernels, most important first."""
+    lines = [f"codegen: {d.a} → {d.b}", *summary_lines(d), ""]
+    if d.changed:
+        rows = []
+        for k in d.changed[:limit]:
+            a_instr, b_instr = k.instructions
+            pct = f"{100 * (b_instr or 0) / a_instr - 100:+.0f}%" if a_instr else "n/a"
+            rows.append([
+                k.category, short_name(k.demangled or k.name), _arrow(k.instructions), pct,
+                _arrow(k.vgprs), _arrow(k.sgprs), _arrow(k.spills), _arrow(k.scratch_bytes),
+                _arrow(k.lds_bytes), _arrow(k.occupancy), k.note(),
+            ])  # fmt: skip
+        table = tabulate(
+            rows, headers=HEADERS, tablefmt="github" if fmt == "markdown" else "simple"
+        )
+        lines.append(table)
+        if len(d.changed) > limit:
+            lines.append(f"… and {len(d.changed) - limit} more changed kernels")
+    else:
+        lines.append("no kernel's code changed")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def asm_diff(a_text: str, b_text: str, a_label: str = "A", b_label: str = "B") -> str:
+    """Unified diff of two normalised kernel texts (the probe's ``asm`` mode output)."""
+    return "".join(
+        difflib.unified_diff(
+            a_text.splitlines(keepends=True),
+            b_text.splitlines(keepends=True),
+            fromfile=a_label,
+            tofile=b_label,
+        )
+    )

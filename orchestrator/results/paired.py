@@ -1,0 +1,269 @@
+"""The paired design of `bench`: interleaved pairs, a t test on log ratios, adaptive repeats.
+
+`bench` runs baseline and candidate in pairs, in the counterbalanced order ABBA ABBA…
+(Cox 1958, *Planning of Experiments*, ch. 2; the "ABBA" design of Box, Hunter & Hunter
+2005, §4.3): within pair i the later run is the candidate when i is odd and the baseline
+when i is even, so a linear drift of the machine (thermal, page cache, a slowly growing
+background load) adds +d to the odd pairs' log ratios and -d to the even ones' and cancels
+exactly over every even number of pairs. Both runs of a pair share whatever state the
+machine was in, so the pair, not the run, is the unit of replication.
+
+The test is Student's one-sample t on the per-pair log ratios log(candidate / baseline)
+(Student 1908; for timings on the log scale, Fleming & Wallace 1986, *CACM* 29:218). Why
+not a rank or permutation test on the pairs: the exact sign-flip (Fisher 1935) and
+Wilcoxon signed-rank tests cannot give p below 2 / 2^n, i.e. never below 0.05 with 5
+pairs or fewer, which is the regime a minutes-long GROMACS run lives in. The t test can
+fire from 2 pairs on; its assumption (roughly normal log ratios) is checked where it
+matters, by simulation through these functions (`benchmarks/bench_stats.py`: A/A false
+alarms with drift and with 10 % outlier runs, and power), not assumed.
+
+Every verdict carries the minimum detectable change: the change the test would have found
+with `power` (80 %) at `alpha`, given the observed spread and the number of pairs,
+(t_{1-alpha/2} + t_{power}) * s / sqrt(n) on the log scale (the usual normal-theory sample
+size relation with Student quantiles; Snedecor & Cochran 1989, §6.14). A "no change" is
+thus always "no change larger than X %".
+
+`--repeats auto` (`RepeatPlan`) adds two pairs at a time until the (1 - alpha) confidence
+interval of the ratio is within ± the marker threshold, or a maximum is reached. The rule
+looks only at the interval's width, never at its position, so it does not stop on a lucky
+difference: for normal data the mean and the spread are independent and the interval keeps
+its coverage to first order (Stein 1945; Chow & Robbins 1965, *Ann. Math. Stat.* 36:457).
+Stopping on a small spread still selects a little: its false-alarm rate is measured by the
+same simulation, which is why the first look waits for 6 pairs.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from orchestrator.core.errors import UsageError
+from orchestrator.results.stats import Marker, Verdict, format_p, iqr, spread, variance
+from orchestrator.results.student import t_ppf, t_sf2
+
+#: `--repeats auto`: pairs before the first look, the most pairs, and pairs added per look.
+#: A first look at 4 pairs stopped on luckily small spreads often enough to raise the A/A
+#: rate to 5.2–5.7 % at CV 5 % (simulated); from 6 pairs on it matches the fixed-n test.
+AUTO_FIRST, AUTO_MOST, AUTO_STEP = 6, 10, 2
+#: Power at which the minimum detectable change is stated.
+POWER = 0.8
+
+
+def log_ratios(baseline: Sequence[float], candidate: Sequence[float]) -> list[float]:
+    """log(candidate_i / baseline_i) of each pair; values must be positive and finite."""
+    if len(baseline) != len(candidate) or not baseline:
+        raise ValueError(
+            f"log_ratios: need the same number of runs on both sides, got "
+            f"{len(baseline)} and {len(candidate)}"
+        )
+    values = [float(v) for v in [*baseline, *candidate]]
+    if not all(math.isfinite(v) and v > 0 for v in values):
+        raise ValueError(f"log_ratios: values must be positive and finite, got {values}")
+    n = len(baseline)
+    return [math.log(c / b) for b, c in zip(values[:n], values[n:], strict=True)]
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    """The t test on n per-pair log ratios: estimate, standard error, p and interval."""
+
+    n: int
+    mean: float  # mean log ratio: exp(mean) is the geometric mean of the pair ratios
+    sd: float
+    p_value: float
+    ci_low: float  # (1 - alpha) interval of the ratio
+    ci_high: float
+    mdc_pct: float  # minimum detectable change at `power`, percent
+
+    @property
+    def ratio(self) -> float:
+        return math.exp(self.mean)
+
+
+def paired_t(d: Sequence[float], *, alpha: float = 0.05, power: float = POWER) -> PairedTest:
+    """One-sample t test of mean(d) = 0 for n >= 2 log ratios `d`, with its interval and MDC.
+
+    All ratios equal (sd = 0) is an exact, noise-free shift: p is 0 (or 1 with no shift).
+    """
+    n = len(d)
+    if n < 2:
+        raise ValueError("paired_t: need at least 2 pairs")
+    mean, sd = statistics.fmean(d), math.sqrt(variance(d))
+    se, df = sd / math.sqrt(n), n - 1
+    q = t_ppf(1 - alpha / 2, df)
+    p = t_sf2(mean / se, df) if se > 0 else float(mean == 0)  # sd 0: a noise-free shift
+    mdc = (q + t_ppf(power, df)) * se
+    return PairedTest(
+        n=n,
+        mean=mean,
+        sd=sd,
+        p_value=p,
+        ci_low=math.exp(mean - q * se),
+        ci_high=math.exp(mean + q * se),
+        mdc_pct=100 * math.expm1(mdc),
+    )
+
+
+def compare_pairs(
+    baseline: Sequence[float],
+    candidate: Sequence[float],
+    *,
+    higher_is_better: bool,
+    threshold_pct: float = 2.0,
+    alpha: float = 0.05,
+    power: float = POWER,
+) -> Verdict:
+    """Compare interleaved pairs of one metric: baseline[i] and candidate[i] ran together.
+
+    The change is the geometric mean of the pair ratios; it is significant when the paired
+    t test gives p < alpha (equivalently, its (1 - alpha) interval of the ratio excludes 1);
+    the marker fires only for a significant change beyond `threshold_pct`.
+    """
+    if threshold_pct < 0 or not 0 < alpha < 1 or not 0 < power < 1:
+        raise ValueError("compare_pairs: need threshold_pct >= 0, 0 < alpha < 1, 0 < power < 1")
+    d = log_ratios(baseline, candidate)
+    n = len(d)
+    med_b, med_c = statistics.median(baseline), statistics.median(candidate)
+    ratio = math.exp(statistics.fmean(d))
+    delta_pct = 100 * (ratio - 1)
+    better = delta_pct > 0 if higher_is_better else delta_pct < 0
+    word = "faster" if better else "slower"
+    test: PairedTest | None = None
+    significant = False
+    if n < 2:
+        note = "single pair: noise unknown, Δ shown for information only"
+    else:
+        test = paired_t(d, alpha=alpha, power=power)
+        ci_text = f"{100 * (1 - alpha):g}% CI of ratio {test.ci_low:.3f}–{test.ci_high:.3f}"
+        if test.p_value < alpha:
+            significant = True
+            note = f"{word} by {abs(delta_pct):.1f}% ({format_p(test.p_value)}, {ci_text})"
+            if abs(delta_pct) <= threshold_pct:
+                note += f", within the {threshold_pct:g}% threshold"
+        elif test.sd == 0:  # e.g. a category md.log rounds to the same milliseconds
+            note = "identical in every pair: no spread to judge a change by"
+        else:
+            note = (
+                f"no change detected ({format_p(test.p_value)}); {n} pairs could have "
+                f"detected ±{test.mdc_pct:.1f}% ({power:.0%} power at α = {alpha:g})"
+            )
+    marker: Marker = "•"
+    if significant and abs(delta_pct) > threshold_pct:
+        marker = "🚀" if better else "🐢"
+    return Verdict(
+        higher_is_better=higher_is_better,
+        threshold_pct=threshold_pct,
+        alpha=alpha,
+        paired=True,
+        n_baseline=n,
+        n_candidate=n,
+        baseline_median=med_b,
+        candidate_median=med_c,
+        delta_abs=med_b * (ratio - 1),
+        delta_pct=delta_pct,
+        baseline_spread=spread(baseline),
+        candidate_spread=spread(candidate),
+        baseline_iqr=iqr(baseline),
+        candidate_iqr=iqr(candidate),
+        min_attainable_p=0.0 if n >= 2 else 1.0,
+        p_value=test.p_value if test else None,
+        test_method="paired-t" if test else None,
+        ci_low=test.ci_low if test else None,
+        ci_high=test.ci_high if test else None,
+        mdc_pct=test.mdc_pct if test and test.sd > 0 else None,
+        power=power,
+        testable=test is not None,
+        significant=significant,
+        improved=better if significant else None,
+        marker=marker,
+        note=note,
+    )
+
+
+def baseline_first(pair: int) -> bool:
+    """ABBA ABBA…: in pair 1, 3, 5, … the baseline runs first; in 2, 4, 6, … the candidate."""
+    return pair % 2 == 1
+
+
+def ci_halfwidth_pct(
+    baseline: Sequence[float], candidate: Sequence[float], *, alpha: float
+) -> float:
+    """Half the width of the (1 - alpha) interval of the ratio, in percent (inf: one pair)."""
+    d = log_ratios(baseline, candidate)
+    if len(d) < 2:
+        return math.inf
+    half = t_ppf(1 - alpha / 2, len(d) - 1) * math.sqrt(variance(d) / len(d))
+    return 100 * math.expm1(half)
+
+
+def precise_enough(
+    baseline: Sequence[float], candidate: Sequence[float], *, threshold_pct: float, alpha: float
+) -> bool:
+    """The (1 - alpha) interval of the ratio lies within ± `threshold_pct` of its centre."""
+    return ci_halfwidth_pct(baseline, candidate, alpha=alpha) <= threshold_pct
+
+
+@dataclass(frozen=True)
+class RepeatPlan:
+    """How many interleaved pairs `bench` runs: a fixed number, or adaptive between two."""
+
+    first: int
+    most: int
+    step: int = AUTO_STEP
+
+    @property
+    def adaptive(self) -> bool:
+        return self.most > self.first
+
+    def describe(self) -> str:
+        if not self.adaptive:
+            return f"{self.first} interleaved pairs"
+        return (
+            f"{self.first} to {self.most} interleaved pairs (auto: until the CI of the ratio "
+            "is within ± the threshold)"
+        )
+
+    def more(
+        self,
+        baseline: Sequence[float],
+        candidate: Sequence[float],
+        *,
+        threshold_pct: float,
+        alpha: float,
+    ) -> int:
+        """How many pairs to run next, given the pairs so far (0: stop)."""
+        n = len(baseline)
+        if n < self.first:
+            return self.first - n
+        if n >= self.most or precise_enough(
+            baseline, candidate, threshold_pct=threshold_pct, alpha=alpha
+        ):
+            return 0
+        return min(self.step, self.most - n)
+
+
+def repeat_plan(value: int | str) -> RepeatPlan:
+    """`--repeats N` (N pairs), `auto` or `auto:MAX` (adaptive, at most MAX pairs)."""
+    text = str(value).strip().lower()
+    problem = (
+        f"--repeats {value!r} is not understood: give a number of interleaved pairs (1 or "
+        f"more), `auto` ({AUTO_FIRST} pairs, then {AUTO_STEP} more at a time while the "
+        f"ns/day interval is wider than ± the threshold, at most {AUTO_MOST}) or `auto:MAX` "
+        f"(the same, at most MAX pairs, MAX >= {AUTO_FIRST})."
+    )
+    mode: Literal["auto", "fixed"] = "auto" if text.startswith("auto") else "fixed"
+    try:
+        if mode == "fixed":
+            n = int(text)
+            if n < 1:
+                raise ValueError
+            return RepeatPlan(n, n)
+        most = int(text.removeprefix("auto").removeprefix(":") or AUTO_MOST)
+    except ValueError:
+        raise UsageError(problem) from None
+    if most < AUTO_FIRST:
+        raise UsageError(problem)
+    return RepeatPlan(AUTO_FIRST, most)

@@ -1,0 +1,138 @@
+"""`codegen diff A B`: which kernels two builds compiled differently, and how.
+
+A and B are GROMACS images (a tag or a build name) or runs (a run directory or id, whose
+`codegen.json` is the fingerprint of the image it ran). Fingerprints are taken from the
+cache beside the image's lockfile, or from the image itself when there is none yet.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator.core import engine
+from orchestrator.core.engine import Client
+from orchestrator.core.errors import UsageError, UserError
+from orchestrator.core.events import Caution, Emit, Message, ignore
+from orchestrator.core.settings import Settings
+from orchestrator.images import fingerprint
+from orchestrator.images.gromacs import gromacs_ref, record_of
+from orchestrator.images.provenance import ImageRecord
+from orchestrator.parsers.codegen import Codegen, load_codegen
+from orchestrator.results.codegen_diff import CodegenDiff, asm_diff, diff
+from orchestrator.runs.store import CODEGEN_FILE, RunStore
+
+
+@dataclass
+class Side:
+    """One side of a codegen diff: what it is, its fingerprint, and its image if known."""
+
+    label: str
+    codegen: Codegen
+    image: ImageRecord | None
+
+
+def image_codegen(
+    client: Client, settings: Settings, ref: str, emit: Emit = ignore
+) -> tuple[ImageRecord, Codegen]:
+    """The record and fingerprint of GROMACS image `ref`: cached, or taken now and cached."""
+    image = engine.image(client, gromacs_ref(ref))
+    if image is None:
+        raise UserError(
+            f"No GROMACS image {gromacs_ref(ref)} in the engine; `nox -s images` lists them."
+        )
+    record = record_of(image)
+    cached = fingerprint.codegen_path(settings.results_dir, record.tag)
+    if cached.exists():
+        codegen = load_codegen(cached)
+        if codegen.build == record.tag:
+            return record, codegen
+    emit(Message(f"fingerprinting the code of {record.tag}"))
+    started = time.monotonic()
+    codegen = fingerprint.fingerprint(client, image.id, record)
+    fingerprint.save(settings.results_dir, codegen, record.tag)
+    emit(Message(f"codegen of {record.tag}: {len(codegen.kernels)} functions in "
+                 f"{time.monotonic() - started:.1f} s"))  # fmt: skip
+    return record, codegen
+
+
+def side(client: Client, settings: Settings, spec: str, emit: Emit = ignore) -> Side:
+    """A run (its `codegen.json`, else its image) or an image, by name."""
+    runs = RunStore(settings.results_dir)
+    path = Path(spec) if Path(spec).is_dir() else runs.path(spec)
+    if path.is_dir() and (path / "result.json").exists():
+        copy = path / CODEGEN_FILE
+        if copy.exists():
+            return Side(path.name, load_codegen(copy), None)
+        spec = RunStore.load(path).image.id
+    record, codegen = image_codegen(client, settings, spec, emit)
+    return Side(record.tag, codegen, record)
+
+
+def codegen_diff(
+    client: Client, settings: Settings, a: str, b: str, emit: Emit = ignore
+) -> tuple[Side, Side, CodegenDiff]:
+    one, two = side(client, settings, a, emit), side(client, settings, b, emit)
+    if one.codegen.platform != two.codegen.platform:
+        raise UsageError(
+            f"{one.label} is a {one.codegen.platform} build and {two.label} a "
+            f"{two.codegen.platform} one: their code cannot be compared kernel by kernel."
+        )
+    return one, two, diff(one.codegen, two.codegen)
+
+
+def kernel_asm_diffs(
+    client: Client, settings: Settings, a: Side, b: Side, result: CodegenDiff, pattern: str
+) -> list[str]:
+    """Unified diffs of the changed kernels whose name matches `pattern` (both images)."""
+    try:
+        wanted = re.compile(pattern)
+    except re.error as exc:
+        raise UsageError(f"--kernel {pattern!r} is not a regular expression: {exc}.") from None
+    images = [s.image for s in (a, b)]
+    if any(image is None for image in images):
+        raise UsageError(
+            "--asm needs both sides' images (a run's copy of codegen.json holds no code): "
+            "give the images, e.g. `codegen diff <build A> <build B> --kernel … --asm`."
+        )
+    out = []
+    for delta in result.changed:
+        one, two = a.codegen.kernels[delta.key], b.codegen.kernels[delta.key]
+        if not wanted.search(one.demangled or one.name):
+            continue
+        texts = [
+            fingerprint.function_asm(client, image, kernel.name, kernel.unit)  # type: ignore[arg-type]
+            for image, kernel in zip(images, (one, two), strict=True)
+        ]
+        labels = {"a_label": f"{a.label} {one.name}", "b_label": f"{b.label} {two.name}"}
+        out.append(asm_diff(*texts, **labels))
+    if not out:
+        raise UsageError(f"No changed kernel matches --kernel {pattern!r}.")
+    return out
+
+
+def builds_codegen(
+    client: Client, settings: Settings, a: ImageRecord, b: ImageRecord, emit: Emit = ignore
+) -> CodegenDiff | None:
+    """The codegen diff of two builds for a timing verdict; None for an A/A comparison or
+    when a fingerprint cannot be had (said, not fatal: the timing verdict stands alone)."""
+    if a.id == b.id:
+        return None
+    try:
+        _, one = image_codegen(client, settings, a.tag, emit)
+        _, two = image_codegen(client, settings, b.tag, emit)
+    except UserError as exc:
+        emit(Caution(f"no codegen summary: {exc.message}"))
+        return None
+    return diff(one, two)
+
+
+def runs_codegen(baseline: Path, candidate: Path) -> CodegenDiff | None:
+    """The codegen diff of the images two runs ran, from the runs' own copies."""
+    copies = [path / CODEGEN_FILE for path in (baseline, candidate)]
+    if not all(copy.exists() for copy in copies):
+        return None
+    one, two = (load_codegen(copy) for copy in copies)
+    return None if one.build == two.build or one.platform != two.platform else diff(one, two)

@@ -1,0 +1,49 @@
+# The distribution compiler the stand-in clang forwards to, found once at configure time:
+# /usr/lib/llvm-*/bin/clang++ (highest version first), else clang++-21/-19/-16/-14 on
+# PATH. ld.lld is taken from the same place (Debian's lld-<N>), so the installed
+# toolchain needs nothing that only the build stage had. Override with
+# MINI_LLVM_FORWARD_DIR (a directory holding clang, clang++ and ld.lld).
+
+set(MINI_LLVM_FORWARD_DIR "" CACHE PATH
+  "Directory of the distribution clang/clang++/ld.lld to forward to (found when empty)")
+
+if(MINI_LLVM_FORWARD_DIR)
+  set(forward_clangxx "${MINI_LLVM_FORWARD_DIR}/clang++")
+  set(forward_clang "${MINI_LLVM_FORWARD_DIR}/clang")
+  set(forward_lld "${MINI_LLVM_FORWARD_DIR}/ld.lld")
+else()
+  set(forward_clangxx "")
+  file(GLOB llvm_dirs LIST_DIRECTORIES true /usr/lib/llvm-*)
+  list(SORT llvm_dirs COMPARE NATURAL ORDER DESCENDING)
+  foreach(dir IN LISTS llvm_dirs)
+    if(EXISTS "${dir}/bin/clang++" AND EXISTS "${dir}/bin/clang")
+      set(forward_clangxx "${dir}/bin/clang++")
+      set(forward_clang "${dir}/bin/clang")
+      set(forward_lld "${dir}/bin/ld.lld")
+      break()
+    endif()
+  endforeach()
+  if(NOT forward_clangxx)
+    foreach(version 21 19 16 14)
+      find_program(found_clangxx_${version} clang++-${version} NO_CACHE)
+      if(found_clangxx_${version})
+        get_filename_component(dir "${found_clangxx_${version}}" DIRECTORY)
+        set(forward_clangxx "${found_clangxx_${version}}")
+        set(forward_clang "${dir}/clang-${version}")
+        set(forward_lld "${dir}/ld.lld-${version}")
+        break()
+      endif()
+    endforeach()
+  endif()
+endif()
+
+if(NOT forward_clangxx OR NOT EXISTS "${forward_clangxx}" OR NOT EXISTS "${forward_clang}")
+  message(FATAL_ERROR
+    "No distribution clang to forward to: none of /usr/lib/llvm-*/bin/clang++, "
+    "clang++-21, clang++-19, clang++-16, clang++-14 exists. Install one "
+    "(apt-get install clang-16) or set MINI_LLVM_FORWARD_DIR.")
+endif()
+message(STATUS "Forwarding clang to ${forward_clang} and ${forward_clangxx}")
+set(MINI_LLVM_FORWARD_CLANG "${forward_clang}")
+set(MINI_LLVM_FORWARD_CLANGXX "${forward_clangxx}")
+set(MINI_LLVM_FORWARD_LLD "${forward_lld}")

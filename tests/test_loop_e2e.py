@@ -1,0 +1,123 @@
+"""`nox -s bench -- --llvm <commit>` end to end on the CPU platform, for real.
+
+The LLVM source is the mini llvm-project (`tests/mini_llvm.py`): the unchanged LLVM
+toolchain template builds its clang (which forwards to Debian's clang-16), GROMACS is
+built with it (the session's dev image: the same inputs are found, not rebuilt), both
+sides run interleaved, and the verdict reaches a real local webhook. Everything the
+real LLVM path does runs, except LLVM's own CMake.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import local_http
+
+from orchestrator.core import engine as engine_mod
+from orchestrator.images.gromacs import DEV_CURRENT
+from orchestrator.runs.store import RunStore
+
+pytestmark = [pytest.mark.engine, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parent.parent
+SYSTEM, STEPS = "water:3k", "1000"
+
+
+@pytest.fixture
+def webhook() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """A real JSON webhook on 127.0.0.1 and what it received."""
+    received: list[dict[str, Any]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", 0))
+            received.append(json.loads(self.rfile.read(length)))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    with local_http(Handler) as base:
+        yield f"{base}/hooks/gmxbench", received
+
+
+def bench_cli(
+    results: Path, llvm_source: Path, *args: str, **env: str
+) -> subprocess.CompletedProcess[str]:
+    full = {
+        **os.environ, "ORCH_PLATFORM": "cpu", "ORCH_RESULTS_DIR": str(results),
+        "ORCH_LLVM_SOURCE": str(llvm_source), "NO_PROXY": "127.0.0.1", **env,
+    }  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", "bench", *args],
+        cwd=REPO, env=full, capture_output=True, text=True, timeout=3600,
+    )  # fmt: skip
+
+
+def test_bench_llvm_commit_end_to_end(
+    engine: Any,
+    session_results: Path,
+    mini_llvm: Any,
+    stable_image: Any,
+    dev_image: Any,
+    webhook: tuple[str, list[dict[str, Any]]],
+) -> None:
+    url, received = webhook
+    commit = mini_llvm.head()
+    short = commit[:8]
+    proc = bench_cli(
+        session_results, mini_llvm.path, "--llvm", short, "--system", SYSTEM, "--steps", STEPS,
+        "--repeats", "3", ORCH_WEBHOOK_URL=url, ORCH_WEBHOOK_FORMAT="json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    headline = re.search(
+        rf"^LLVM {short} on water:3k:pme: [\d.]+ ns/day \(baseline [\d.]+", out, re.M
+    )
+    assert headline, out
+    assert "nbnxm" in out and "pme_spread" in out
+    assert f"toolchain image gmxbench-toolchain:cpu-llvm-{short} exists" in proc.stderr
+    assert f"up to date: {dev_image.tag}" in proc.stderr  # same inputs as the session's
+    assert engine_mod.image(engine, DEV_CURRENT).id == dev_image.id  # type: ignore[union-attr]
+    verdicts = [p for p in received if "headline" in json.dumps(p)]
+    assert verdicts and headline.group(0) in json.dumps(verdicts[-1])
+    runs = RunStore(session_results)
+    tag = re.search(rf"{re.escape(dev_image.build)}__water-3k-pme__(llvm-{short}-[\d-]+)-r1", out)
+    assert tag, out
+    group = runs.group(f"{dev_image.build}__water-3k-pme__{tag.group(1)}")
+    assert len(group) == 3
+    for path in group:
+        result = RunStore.load(path)
+        assert result.finished and result.ns_per_day
+        assert result.llvm_commit == short
+        assert result.compiler_version == f"clang version 23.0.0git ({commit})"
+    assert url not in out + proc.stderr  # the webhook URL is a secret
+
+
+def test_bench_against_another_build_is_an_ab_of_two_builds(
+    engine: Any, llvm_settings: Any, mini_llvm: Any, dev_image: Any
+) -> None:
+    """`--against-llvm A` (and `--against <build>`) make the baseline a dev build: here the
+    same commit on both sides, so both groups run the one dev image (an A/A of it)."""
+    from orchestrator.core.errors import UserError
+    from orchestrator.workflows.bench import BenchRequest, bench
+
+    short = mini_llvm.head()[:8]
+    for against in ({"against_llvm": short}, {"against": dev_image.build}):
+        req = BenchRequest(llvm=short, system=SYSTEM, steps=500, repeats=2, **against)
+        cmp = bench(engine, llvm_settings, req).comparison
+        assert all(run.startswith(f"{dev_image.build}__") for run in cmp.baseline), cmp.baseline
+        assert all(run.startswith(f"{dev_image.build}__") for run in cmp.candidate)
+        assert cmp.codegen is None  # one image: nothing to diff
+    with pytest.raises(UserError, match="no GROMACS image gromacs:no-such-build"):
+        bench(engine, llvm_settings, BenchRequest(against="no-such-build", repeats=2))

@@ -1,0 +1,118 @@
+"""The paired design of `bench`: Student's t against scipy, verdicts, ABBA order, --repeats."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator.core.errors import UsageError
+from orchestrator.results import paired, student
+from orchestrator.results.paired import RepeatPlan, compare_pairs, repeat_plan
+
+VECTORS: dict[str, Any] = json.loads(
+    (Path(__file__).parent / "data" / "stats_vectors.json").read_text(encoding="utf-8")
+)
+PPF = [row for row in VECTORS["t"] if "ppf" in row]
+SF2 = [row for row in VECTORS["t"] if "sf2" in row]
+
+
+@pytest.mark.parametrize("row", PPF, ids=[f"df{r['df']}-q{r['q']}" for r in PPF])
+def test_t_quantiles_match_scipy(row: dict[str, float]) -> None:
+    assert student.t_ppf(row["q"], row["df"]) == pytest.approx(row["ppf"], rel=1e-9)
+    assert student.t_ppf(1 - row["q"], row["df"]) == pytest.approx(-row["ppf"], rel=1e-9)
+
+
+@pytest.mark.parametrize("row", SF2, ids=[f"df{r['df']}-t{r['t']}" for r in SF2])
+def test_t_tails_match_scipy(row: dict[str, float]) -> None:
+    assert student.t_sf2(row["t"], row["df"]) == pytest.approx(row["sf2"], rel=1e-9, abs=1e-300)
+    assert student.t_cdf(-row["t"], row["df"]) == pytest.approx(row["sf2"] / 2, rel=1e-9)
+
+
+@pytest.mark.parametrize("case", VECTORS["paired_t"], ids=[c["name"] for c in VECTORS["paired_t"]])
+def test_paired_t_matches_scipy(case: dict[str, Any]) -> None:
+    v = compare_pairs(case["a"], case["b"], higher_is_better=True)
+    assert v.paired and v.test_method == "paired-t"
+    assert v.p_value == pytest.approx(case["p"], rel=1e-9)
+    assert (v.ci_low, v.ci_high) == pytest.approx(tuple(case["ci"]), rel=1e-9)
+    assert v.significant is (case["p"] < 0.05)
+    assert v.significant is not (v.ci_low is not None and v.ci_low <= 1 <= (v.ci_high or 0))
+
+
+def test_a_clear_change_fires_from_few_pairs() -> None:
+    base = [10.0, 10.3, 9.9, 10.2]
+    v = compare_pairs(base, [b * 0.95 for b in base], higher_is_better=False)
+    assert v.significant and v.marker == "🚀" and v.improved is True
+    assert v.delta_pct == pytest.approx(-5.0)
+    assert v.delta_abs == pytest.approx(v.baseline_median * -0.05)
+    assert v.note.startswith("faster by 5.0% (p < 0.001")
+
+
+def test_no_change_says_what_it_could_have_detected() -> None:
+    base = [100.0, 102.0, 99.0, 101.0, 100.5, 98.5]
+    cand = [101.0, 100.0, 100.0, 102.0, 99.0, 99.5]
+    v = compare_pairs(base, cand, higher_is_better=True)
+    assert not v.significant and v.marker == "•"
+    d = paired.log_ratios(base, cand)
+    sd = math.sqrt(sum((x - sum(d) / 6) ** 2 for x in d) / 5)
+    expected = 100 * math.expm1((student.t_ppf(0.975, 5) + student.t_ppf(0.8, 5)) * sd / 6**0.5)
+    assert v.mdc_pct == pytest.approx(expected)
+    assert f"6 pairs could have detected ±{expected:.1f}% (80% power at α = 0.05)" in v.note
+
+
+def test_single_pair_and_bad_input() -> None:
+    v = compare_pairs([10.0], [9.0], higher_is_better=False)
+    assert not v.testable and v.p_value is None and v.mdc_pct is None
+    assert "single pair" in v.note and v.delta_pct == pytest.approx(-10.0)
+    with pytest.raises(ValueError, match="same number"):
+        compare_pairs([1.0, 2.0], [1.0], higher_is_better=True)
+    with pytest.raises(ValueError, match="positive"):
+        compare_pairs([1.0, 0.0], [1.0, 2.0], higher_is_better=True)
+
+
+def test_noise_free_shift_is_exact() -> None:
+    v = compare_pairs([10.0, 20.0, 30.0], [11.0, 22.0, 33.0], higher_is_better=True)
+    assert v.p_value == 0.0 and v.significant and v.marker == "🚀"
+    same = compare_pairs([3.0, 3.0, 3.0], [3.0, 3.0, 3.0], higher_is_better=False)
+    assert same.p_value == 1.0 and not same.significant and same.mdc_pct is None
+    assert same.note == "identical in every pair: no spread to judge a change by"
+
+
+def test_abba_order_cancels_a_linear_drift() -> None:
+    """Noise-free A/A with each run 0.5% slower than the last: every even number of pairs
+    gives a ratio of exactly 1, which a blocked order (all A, then all B) does not."""
+    for pairs in (2, 4, 6, 8, 10):
+        seq, base, cand = 0, [], []
+        for pair in range(1, pairs + 1):
+            for is_base in (True, False) if paired.baseline_first(pair) else (False, True):
+                (base if is_base else cand).append(1.005**seq)
+                seq += 1
+        assert math.prod(c / b for b, c in zip(base, cand, strict=True)) == pytest.approx(1.0)
+        blocked = [1.005 ** (pairs + i) / 1.005**i for i in range(pairs)]
+        assert math.prod(blocked) > 1.005**pairs
+
+
+def test_repeat_plan_parsing() -> None:
+    assert repeat_plan(6) == RepeatPlan(6, 6) and not repeat_plan("6").adaptive
+    auto = repeat_plan("auto")
+    assert auto == RepeatPlan(paired.AUTO_FIRST, paired.AUTO_MOST) and auto.adaptive
+    assert repeat_plan("auto:20").most == 20
+    for bad in ("0", "-1", "many", "auto:2", "auto:x", 0):
+        with pytest.raises(UsageError, match="--repeats"):
+            repeat_plan(bad)
+
+
+def test_auto_adds_pairs_until_the_interval_is_narrow_enough() -> None:
+    plan = RepeatPlan(4, 10)
+    assert plan.more([], [], threshold_pct=2, alpha=0.05) == 4
+    quiet = [100.0, 100.1, 99.9, 100.05]
+    assert plan.more(quiet, quiet[::-1], threshold_pct=2, alpha=0.05) == 0  # ±0.2%: stop
+    noisy_b, noisy_c = [100.0, 110.0, 95.0, 104.0], [104.0, 98.0, 107.0, 96.0]
+    assert paired.ci_halfwidth_pct(noisy_b, noisy_c, alpha=0.05) > 2
+    assert plan.more(noisy_b, noisy_c, threshold_pct=2, alpha=0.05) == 2
+    ten_b, ten_c = noisy_b * 2 + [100.0, 101.0], noisy_c * 2 + [99.0, 104.0]
+    assert plan.more(ten_b, ten_c, threshold_pct=2, alpha=0.05) == 0  # the most: stop
+    assert RepeatPlan(3, 3).more(quiet[:3], quiet[:3], threshold_pct=2, alpha=0.05) == 0

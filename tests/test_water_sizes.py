@@ -1,0 +1,33 @@
+"""Generated water boxes of every advertised size run (before energy minimisation,
+96k atoms and up crashed at step ~40: "water molecules can not be settled")."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from orchestrator.runs.runner import RunRequest, execute, plan_run
+
+REQUESTED = {"6k": 6_000, "96k": 96_000, "1.5M": 1_500_000}
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize("variant", ["pme", "rf"])
+@pytest.mark.parametrize("size", list(REQUESTED))
+def test_water_box_is_minimised_then_runs(
+    engine: Any, cpu_settings: Any, stable_image: Any, size: str, variant: str
+) -> None:
+    req = RunRequest(
+        build=stable_image.build, system=f"water:{size}:{variant}", tag="sizes", steps=200
+    )
+    result = execute(engine, cpu_settings, plan_run(engine, cpu_settings, req))
+    assert result.finished, result.failure
+    assert result.atoms and abs(result.atoms / REQUESTED[size] - 1) < 0.1
+    run_dir = cpu_settings.results_dir / result.run_id
+    em = (run_dir / "em.log").read_text()
+    converged = re.search(r"Steepest Descents converged to Fmax < 1000 in (\d+) steps", em)
+    assert converged, em[-2000:]
+    assert (run_dir / "em.mdp").exists() and not list(run_dir.glob("step*.pdb"))
+    assert result.setup_seconds is not None and result.setup_seconds > 0
