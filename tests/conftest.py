@@ -232,15 +232,25 @@ def clean_engine(second_engine: SecondEngine) -> Any:
 # The ROCm platform built from Debian's ROCm packages, with GROMACS 2026 from a local
 # tarball (../shared/gromacs/, for machines that cannot reach upstream, CI included).
 
-SHARED_GROMACS = Path(__file__).resolve().parents[2] / "shared" / "gromacs"
 GROMACS_2026 = "gromacs-2026.3.tar.gz"
+
+
+def shared_gromacs() -> Path:
+    """`shared/gromacs/` beside the checkout (or beside a folder above it), or
+    GMXBENCH_GROMACS_DIR: where a machine without upstream access keeps the tarball."""
+    if "GMXBENCH_GROMACS_DIR" in os.environ:
+        return Path(os.environ["GMXBENCH_GROMACS_DIR"])
+    for folder in Path(__file__).resolve().parents[1:]:
+        if (folder / "shared" / "gromacs" / "SHA256SUMS").is_file():
+            return folder / "shared" / "gromacs"
+    return Path(__file__).resolve().parents[2] / "shared" / "gromacs"
 
 
 def gromacs_2026_source() -> Any:
     """`GromacsSource` of the shared 2026.3 tarball (its sha256 from SHA256SUMS beside it)."""
     from orchestrator.core.settings import GromacsSource
 
-    folder = Path(os.environ.get("GMXBENCH_GROMACS_DIR", SHARED_GROMACS))
+    folder = shared_gromacs()
     sums = folder / "SHA256SUMS"
     if not sums.is_file():
         message = f"no GROMACS 2026 tarball: {sums} is missing (set GMXBENCH_GROMACS_DIR)"
