@@ -29,7 +29,7 @@ def _orchestrator(session: nox.Session, *args: str) -> None:
 def tests(session: nox.Session) -> None:
     """Unit and engine tests (`-- -k name` to select; engine tests need a Docker Engine)."""
     _install(session, "[dev]")
-    session.run("pytest", *(session.posargs or ["-q", "-ra"]))
+    session.run("pytest", *(session.posargs or ["-q", "-ra", "--durations=40"]))
 
 
 @nox.session(python=PYTHON)

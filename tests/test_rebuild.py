@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -147,6 +148,7 @@ def test_rebuild_of_dev_image_is_identical(engine: Any, dev_image: Any, cpu_sett
         "ORCH_PLATFORM": "cpu",
         "ORCH_RESULTS_DIR": str(cpu_settings.results_dir),
     }
+    cache_before = _compile_cache_entries(engine, dev_image, cpu_settings)
     proc = subprocess.run(
         [sys.executable, "-m", "orchestrator", "rebuild", dev_image.tag],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=3600,
@@ -159,3 +161,26 @@ def test_rebuild_of_dev_image_is_identical(engine: Any, dev_image: Any, cpu_sett
     assert report.identical is True and report.original_id == dev_image.id
     assert report.files_compared > 100 and report.version_mismatches == {}
     assert engine.images.get(report.rebuilt_tag).id == report.rebuilt_id != dev_image.id
+    # the rebuild bypassed the compile cache and left it as it was for later builds
+    assert _compile_cache_entries(engine, dev_image, cpu_settings) == cache_before > 0
+
+
+def _compile_cache_entries(engine: Any, image: Any, settings: Any) -> int:
+    """Files in the image's compile cache (its BuildKit cache mount), read by a tiny build."""
+    from orchestrator.core import engine as engine_mod
+    from orchestrator.images.provenance import load_lockfile
+
+    mount = load_lockfile(lockfile_path(settings.results_dir, image.tag)).context["compile_cache"]
+    counted = engine_mod.build(
+        engine,
+        f"FROM {image.id}\nARG NONCE\n"
+        f"RUN --mount=type=cache,id={mount},target=/ccache "
+        "find /ccache -type f | wc -l > /cache-entries\n",
+        what="compile cache count", buildkit=True, build_args={"NONCE": uuid.uuid4().hex},
+    )  # fmt: skip
+    try:
+        code, out = engine_mod.run_capture(engine, counted, ["cat", "/cache-entries"])
+    finally:
+        engine.images.remove(counted, force=True)
+    assert code == 0, out
+    return int(out.strip())

@@ -149,3 +149,26 @@ def test_cli_settings_hides_webhook() -> None:
     assert proc.returncode == 0, proc.stderr
     assert "sekrit" not in proc.stdout + proc.stderr
     assert "<set>" in proc.stdout
+
+
+def test_a_tarball_is_its_content_wherever_it_lies(tmp_path: Path) -> None:
+    """Two checkouts with the same tarball at other paths share one compile cache (and
+    so one image key); another content does not."""
+    from orchestrator.core.settings import GromacsSource
+    from orchestrator.images.gromacs import SourceSpec, compile_cache_id
+
+    def spec(path: Path, digest: str) -> SourceSpec:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"not a real tarball")
+        return SourceSpec.from_setting(GromacsSource(url=str(path), ref="v1", sha256=digest))
+
+    here = spec(tmp_path / "a" / "gromacs.tar.gz", "1" * 64)
+    there = spec(tmp_path / "b" / "gromacs.tar.gz", "1" * 64)
+    other = spec(tmp_path / "c" / "gromacs.tar.gz", "2" * 64)
+    assert here.url != there.url and here.scheme == "file"
+    assert compile_cache_id("rocm", "sha256:ab", here) == compile_cache_id(
+        "rocm", "sha256:ab", there
+    )
+    assert compile_cache_id("rocm", "sha256:ab", here) != compile_cache_id(
+        "rocm", "sha256:ab", other
+    )

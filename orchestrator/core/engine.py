@@ -191,8 +191,8 @@ def build(
 
     Tagging is the caller's job, after its own checks pass, so a failed check never
     leaves a tag behind. Intermediate containers are always removed (`forcerm`).
-    `nocache` runs every step again (a rebuild that proves something); `build_args`
-    set the Dockerfile's `ARG`s.
+    `nocache` runs every step again, and under BuildKit also empties every cache mount
+    the build uses; `build_args` set the Dockerfile's `ARG`s.
     """
     started = time.monotonic()
     builder = _build_cli if buildkit else _build_api

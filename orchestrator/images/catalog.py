@@ -146,13 +146,21 @@ def label_and_tag(
     return final_id
 
 
-def refuse_overwrite(client: Client, tag: str, key: str) -> None:
-    existing = engine.image(client, tag)
-    if existing is not None and existing.labels.get(INPUTS_LABEL) != key:
-        raise UserError(
+class StaleTag(UserError):
+    """A tag we would build is taken by an image of other inputs; `tag` names it."""
+
+    def __init__(self, tag: str) -> None:
+        super().__init__(
             f"{tag} already exists and was built from other inputs; tags are never overwritten. "
             f"Remove it (`docker rmi {tag}`) to rebuild it, or keep it and change nothing."
         )
+        self.tag = tag
+
+
+def refuse_overwrite(client: Client, tag: str, key: str) -> None:
+    existing = engine.image(client, tag)
+    if existing is not None and existing.labels.get(INPUTS_LABEL) != key:
+        raise StaleTag(tag)
 
 
 def probe(

@@ -122,7 +122,13 @@ class SourceSpec(BaseModel):
         return f"sha256:{self.sha256}" if self.sha256 else None
 
     def cache_key(self) -> str:
-        """What identifies this source for the compile cache (short and stable)."""
+        """What identifies this source for the compile cache (short and stable).
+
+        A tarball is its content: the same file at another path (another checkout,
+        another machine) is the same source and shares the cache and the image.
+        """
+        if self.scheme in ("file", "tarball") and self.sha256:
+            return hashlib.sha256(f"tarball\0{self.sha256}".encode()).hexdigest()[:12]
         ident = f"{self.scheme}\0{self.url}\0{self.ref}\0{self.commit}\0{self.sha256}"
         return hashlib.sha256(ident.encode()).hexdigest()[:12]
 

@@ -2,9 +2,13 @@
 
 The lockfile holds the exact Dockerfile and pins every `FROM` image to the id it had,
 so the rebuild compiles the same source (sha256-checked) with the same compiler and
-flags at the same paths. Every step runs again (no layer cache) and every unit is
-compiled again (the compile cache is bypassed): the point is to show that the build is
+flags at the same paths. The compile stage and all that follows run again and every
+unit is compiled again (the compile cache is bypassed): the point is to show that the build is
 reproducible, file by file, not to reuse the old layers or objects.
+
+The compile stage is made to run again by a fresh value of its `GMXBENCH_NO_COMPILE_CACHE`
+argument, not by `--no-cache`: BuildKit's `--no-cache` also swaps every cache mount for an
+empty one, which would erase the compile cache of every later stable and dev build.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
+from uuid import uuid4
 
 from pydantic import BaseModel, Field
 from tabulate import tabulate
@@ -167,13 +172,14 @@ def rebuild(client: Client, settings: Settings, target: str, emit: Emit = ignore
     original = engine.image(client, record.id) if record.id else None
     source = SourceSpec.model_validate(lock.context["source"])
     emit(Message(f"rebuilding {record.tag} from its lockfile, every step and every compile again"))
+    keeps_cache = f"ARG {NO_COMPILE_CACHE}=" in dockerfile  # older templates: --no-cache
     pins = [pinned(image_id) for image_id in lock.parents.values()]
     for image_id, pin in zip(lock.parents.values(), pins, strict=True):
         engine.tag(client, image_id, pin)
     try:
         rebuilt_id = engine.build(
-            client, dockerfile, what=f"rebuild of {record.tag}", nocache=True,
-            files=source.context_files(), build_args={NO_COMPILE_CACHE: "1"},
+            client, dockerfile, what=f"rebuild of {record.tag}", nocache=not keeps_cache,
+            files=source.context_files(), build_args={NO_COMPILE_CACHE: f"rebuild-{uuid4()}"},
             buildkit=uses_buildkit(dockerfile), emit=emit,
         )  # fmt: skip
     finally:

@@ -14,7 +14,7 @@ SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 COPY --from=source /src/gromacs.tar.gz /src/gromacs.tar.gz.sha256 /src/
 ENV SOURCE_DATE_EPOCH=1704067200
 ARG GMXBENCH_NO_COMPILE_CACHE=
-RUN --mount=type=cache,id=gmxbench-ccache-rocm-bbbbbbbbbbbb-c1dce3be0a87,target=/ccache \
+RUN --mount=type=cache,id=gmxbench-ccache-rocm-bbbbbbbbbbbb-bf0174daca0b,target=/ccache \
     mkdir -p /src/gromacs /opt/gmxbench \
  && tar -C /src/gromacs --strip-components=1 -xzf /src/gromacs.tar.gz \
  && export CCACHE_DIR=/ccache CCACHE_COMPILERCHECK=content CCACHE_STATSLOG=/tmp/ccache-stats.log \
