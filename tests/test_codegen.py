@@ -541,29 +541,38 @@ def test_probe_argv_runs_as_a_container_would(tmp_path: Path) -> None:
 
 # --- engine: the probe in real images -------------------------------------------------------
 
-HIP_IMAGE = "GMXBENCH_TEST_HIP_IMAGE"  # a HIP toolchain image (default: the Debian sid one)
+HIP_IMAGE = "GMXBENCH_TEST_HIP_IMAGE"  # a HIP toolchain image (default: the ROCm builder)
 HIP_LLVM_BIN = "GMXBENCH_TEST_HIP_LLVM_BIN"  # where its llvm-objdump & co. live
 CPU_IMAGE = "GMXBENCH_TEST_CPU_GROMACS_IMAGE"  # a CPU GROMACS image (default: stable_image)
 
 
 @pytest.fixture(scope="session")
-def hip_image(engine: Any) -> str:
-    """A HIP compile stack with LLVM's binutils; point HIP_IMAGE at the ROCm builder."""
-    import docker
+def hip_image(engine: Any, request: pytest.FixtureRequest) -> str:
+    """A HIP compile stack with LLVM's binutils: the Debian ROCm builder (made if missing),
+    or the image HIP_IMAGE names."""
+    if os.environ.get(HIP_IMAGE):
+        return engine.images.get(os.environ[HIP_IMAGE]).tags[0]  # type: ignore[no-any-return]
+    from orchestrator.images.builder import ensure_builder
 
-    tag = os.environ.get(HIP_IMAGE, "exp/sid:rocm")
-    try:
-        engine.images.get(tag)
-    except docker.errors.ImageNotFound:
-        pytest.skip(f"no HIP toolchain image {tag} (set {HIP_IMAGE})")
-    return tag
+    return ensure_builder(engine, request.getfixturevalue("rocm_settings")).tag
 
 
 @pytest.fixture(scope="session")
-def hip_tools() -> dict[str, str]:
+def hip_tools(request: pytest.FixtureRequest) -> dict[str, str]:
+    """LLVM's tools in `hip_image`, and the ROCm paths its clang++ needs (none for an
+    image HIP_IMAGE names: its clang finds them itself)."""
     base = os.environ.get(HIP_LLVM_BIN, "/usr/lib/llvm-21/bin")
     tools = ("objdump", "readelf", "cxxfilt")
-    return {t: f"{base}/llvm-{t}" for t in tools} | {"clang": f"{base}/clang++"}
+    rocm = ""
+    if not os.environ.get(HIP_IMAGE):
+        from orchestrator.platforms.rocm import rocm_path, stack
+
+        settings = request.getfixturevalue("rocm_settings")
+        rocm = (
+            f"--rocm-path={rocm_path(settings)} "
+            f"--rocm-device-lib-path={stack(settings).device_libs(settings)}"
+        )
+    return {t: f"{base}/llvm-{t}" for t in tools} | {"clang": f"{base}/clang++", "rocm": rocm}
 
 
 @pytest.fixture(scope="session")
@@ -655,7 +664,8 @@ def test_image_compiler_output_is_reproducible_and_layout_proof(
     script = f"""set -e
 for v in 0 0b 1; do
   mkdir -p $v
-  {hip_tools["clang"]} -x hip --offload-arch=gfx1201 -O3 -fno-gpu-rdc -DVARIANT=${{v%b}} \\
+  {hip_tools["clang"]} -x hip {hip_tools["rocm"]} --offload-arch=gfx1201 -O3 -fno-gpu-rdc \\
+      -DVARIANT=${{v%b}} \\
       -c layout.hip -o $v/layout.o
   {hip_tools["objdump"]} --offloading $v/layout.o > /dev/null
   python3 -c "$0" gpu --objdump {hip_tools["objdump"]} --readelf {hip_tools["readelf"]} $v > $v.json

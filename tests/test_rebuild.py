@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -11,6 +12,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import docker.errors
 import pytest
 
 from orchestrator.core.errors import UserError
@@ -24,6 +26,7 @@ from orchestrator.workflows.rebuild import (
     diff_files,
     dockerfile_of,
     find_lockfile,
+    rebuild,
     report_path,
     summary,
 )
@@ -140,6 +143,80 @@ def test_changed_template_without_stored_dockerfile_is_refused(engine: Any) -> N
             dockerfile_of(changed, engine)
 
 
+#: A stand-in for a GROMACS build stage (seconds instead of a compile): it writes into its
+#: compile cache when the cache is on, and installs a `gmx` that reports a version.
+STAND_IN = """FROM {parent}
+ARG GMXBENCH_NO_COMPILE_CACHE=
+RUN --mount=type=cache,id={mount},target=/ccache \\
+    mkdir -p /opt/gromacs/{build}/bin \\
+ && if [ -z "$GMXBENCH_NO_COMPILE_CACHE" ]; then echo object > /ccache/object; fi \\
+ && printf '#!/bin/sh\\necho "GROMACS version:    stand-in"\\n' > /opt/gromacs/{build}/bin/gmx \\
+ && chmod 755 /opt/gromacs/{build}/bin/gmx
+ENV PATH=/opt/gromacs/{build}/bin:$PATH
+"""
+
+
+def test_rebuild_runs_the_compile_stage_again_and_keeps_the_compile_cache(
+    engine: Any, toolchain_image: str, tmp_path: Path
+) -> None:
+    """What `rebuild` asks of BuildKit, on a stand-in build stage: the stage runs again (a
+    new layer, twice over), with the compile cache off, and the cache mount keeps what
+    earlier builds put there (`--no-cache` would have swapped it for an empty one)."""
+    from orchestrator.core import engine as engine_mod
+    from orchestrator.images.provenance import lockfile_path
+
+    build, mount = f"dev-standin-{uuid.uuid4().hex[:8]}", f"gmxbench-test-{uuid.uuid4().hex}"
+    tag = f"gromacs:{build}"
+    dockerfile = STAND_IN.format(parent=toolchain_image, mount=mount, build=build)
+    original = engine_mod.build(engine, dockerfile, what=tag, buildkit=True)
+    engine_mod.tag(engine, original, tag)
+    lock = _lock(
+        record=ImageRecord(tag=tag, id=original, build=build),
+        context={
+            "prefix": f"/opt/gromacs/{build}",
+            "source": {"scheme": "deb-src", "url": "deb-src:gromacs", "ref": "x"},
+        },
+        dockerfile=dockerfile,
+        parents={toolchain_image: engine.images.get(toolchain_image).id},
+        gmx_version_info={"GROMACS version": "stand-in"},
+    )
+    settings = load_settings(platform="cpu", results_dir=tmp_path)
+    save_lockfile(tmp_path, lock)
+    made = [original]
+    try:
+        first = rebuild(engine, settings, str(lockfile_path(tmp_path, tag)))
+        made.append(first.rebuilt_id)
+        second = rebuild(engine, settings, str(lockfile_path(tmp_path, tag)))
+        made.append(second.rebuilt_id)
+        assert first.identical and second.identical and first.files_compared == 1
+        assert len(set(made)) == 3  # the stage ran each time: no layer was reused
+        assert _cache_files(engine, toolchain_image, mount) == ["/ccache/object"]
+    finally:
+        for image_id in made:
+            with contextlib.suppress(docker.errors.ImageNotFound):
+                engine.images.remove(image_id, force=True)
+
+
+def _cache_files(engine: Any, image: str, mount: str) -> list[str]:
+    """The files in a BuildKit cache mount, read by a tiny build (a fresh layer each time)."""
+    from orchestrator.core import engine as engine_mod
+
+    listed = engine_mod.build(
+        engine,
+        f"FROM {image}\nARG NONCE\n"  # BuildKit takes no `FROM sha256:`
+        f"RUN --mount=type=cache,id={mount},target=/ccache "
+        "find /ccache -type f | sort > /cache-files\n",
+        what="compile cache listing", buildkit=True, build_args={"NONCE": uuid.uuid4().hex},
+    )  # fmt: skip
+    try:
+        code, out = engine_mod.run_capture(engine, listed, ["cat", "/cache-files"])
+    finally:
+        engine.images.remove(listed, force=True)
+    assert code == 0, out
+    return out.split()
+
+
+@pytest.mark.full_compile
 @pytest.mark.slow
 def test_rebuild_of_dev_image_is_identical(engine: Any, dev_image: Any, cpu_settings: Any) -> None:
     """The issue's acceptance: rebuilding the dev image reports identical binaries."""
@@ -166,21 +243,8 @@ def test_rebuild_of_dev_image_is_identical(engine: Any, dev_image: Any, cpu_sett
 
 
 def _compile_cache_entries(engine: Any, image: Any, settings: Any) -> int:
-    """Files in the image's compile cache (its BuildKit cache mount), read by a tiny build."""
-    from orchestrator.core import engine as engine_mod
+    """Files in the image's compile cache (its BuildKit cache mount)."""
     from orchestrator.images.provenance import load_lockfile
 
     mount = load_lockfile(lockfile_path(settings.results_dir, image.tag)).context["compile_cache"]
-    counted = engine_mod.build(
-        engine,
-        f"FROM {image.id}\nARG NONCE\n"
-        f"RUN --mount=type=cache,id={mount},target=/ccache "
-        "find /ccache -type f | wc -l > /cache-entries\n",
-        what="compile cache count", buildkit=True, build_args={"NONCE": uuid.uuid4().hex},
-    )  # fmt: skip
-    try:
-        code, out = engine_mod.run_capture(engine, counted, ["cat", "/cache-entries"])
-    finally:
-        engine.images.remove(counted, force=True)
-    assert code == 0, out
-    return int(out.strip())
+    return len(_cache_files(engine, image.tag, mount))
