@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -157,6 +158,12 @@ RUN mv {clang} {clang}.real && cp /tmp/swapped {clang} && chmod 755 {clang} \\
 SWAP_LIMIT = 40
 
 
+def _swapped_compiler() -> str:
+    """The wrapper, made unique to this test run: a wrapper of the same bytes from an earlier
+    run on this engine is the same compiler, whose objects the cache rightly holds."""
+    return SWAPPED_COMPILER.replace("{limit}", str(SWAP_LIMIT)) + f"# run {uuid.uuid4()}\n"
+
+
 def test_changed_compiler_at_same_path_is_never_reused(
     engine: Any, toolchain_image: str, dev_image: Any, tmp_path: Path
 ) -> None:
@@ -176,7 +183,7 @@ def test_changed_compiler_at_same_path_is_never_reused(
     clang = compiler_of(engine, toolchain_image).cc
     swapped_id = engine_mod.build(
         engine, SWAP.format(toolchain=toolchain_image, clang=clang), what="swapped toolchain",
-        files={"swapped": SWAPPED_COMPILER.replace("{limit}", str(SWAP_LIMIT)).encode()},
+        files={"swapped": _swapped_compiler().encode()},
     )  # fmt: skip
     swapped = "gmxbench-scratch/toolchain-swapped:llvm"
     engine.images.get(swapped_id).tag(*swapped.split(":"))
