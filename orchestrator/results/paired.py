@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from orchestrator.core.errors import UsageError
-from orchestrator.results.stats import Marker, Verdict, format_p, iqr, spread, variance
+from orchestrator.results.stats import Verdict, format_p, iqr, marker_of, spread, variance
 from orchestrator.results.student import t_ppf, t_sf2
 
 #: `--repeats auto`: pairs before the first look, the most pairs, and pairs added per look.
@@ -150,9 +150,7 @@ def compare_pairs(
                 f"no change detected ({format_p(test.p_value)}); {n} pairs could have "
                 f"detected ±{test.mdc_pct:.1f}% ({power:.0%} power at α = {alpha:g})"
             )
-    marker: Marker = "•"
-    if significant and abs(delta_pct) > threshold_pct:
-        marker = "🚀" if better else "🐢"
+    marker = marker_of(significant, better, delta_pct, threshold_pct)
     return Verdict(
         higher_is_better=higher_is_better,
         threshold_pct=threshold_pct,

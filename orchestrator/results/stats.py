@@ -300,6 +300,13 @@ class Verdict(BaseModel):
     note: str
 
 
+def marker_of(significant: bool, better: bool, delta_pct: float, threshold_pct: float) -> Marker:
+    """🚀/🐢 only for a significant change beyond the threshold, else •."""
+    if significant and abs(delta_pct) > threshold_pct:
+        return "🚀" if better else "🐢"
+    return "•"
+
+
 def format_p(p: float) -> str:
     return "p < 0.001" if p < 0.001 else f"p = {p:#.2g}"
 
@@ -375,9 +382,7 @@ def compare_samples(
             )
             if abs(delta_pct) <= threshold_pct:
                 note += f", within the {threshold_pct:g}% threshold"
-    marker: Marker = "•"
-    if significant and abs(delta_pct) > threshold_pct:
-        marker = "🚀" if better else "🐢"
+    marker = marker_of(significant, better, delta_pct, threshold_pct)
     return Verdict(
         higher_is_better=higher_is_better,
         threshold_pct=threshold_pct,
