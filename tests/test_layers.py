@@ -24,7 +24,9 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+#: runs/kernels/ holds programs that run inside kernel images (Kernel Tuner, numpy there).
+PROGRAMS = PACKAGE / "runs" / "kernels"
+MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py")) if PROGRAMS not in p.parents}
 
 
 def _imports(name: str) -> set[str]:

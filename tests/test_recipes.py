@@ -111,7 +111,7 @@ def test_water_default_steps_and_box() -> None:
 @pytest.mark.parametrize(
     ("given", "needle"),
     [
-        ("nope", "Known systems: benchMEM, benchRIB, water[:ATOMS[:pme|rf]]"),
+        ("nope", "Known systems: bandwidth[:sweep|BYTES[:temporal|nt]], benchMEM, benchRIB"),
         ("water:2k", "between 3k and 12M"),
         ("water:lots", "not an atom count"),
         ("water:6k:xx", "no variant 'xx'"),

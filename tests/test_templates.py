@@ -52,6 +52,10 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "rocm-debian-base": ("rocm-debian-base", {"platform": "rocm", "rocm_stack": "debian"}),
     "gromacs-stable-rocm@debian": ("gromacs-stable-rocm", DEBIAN),
     "gromacs-dev-rocm@debian": ("gromacs-dev-rocm", DEBIAN),
+    "kernel-bandwidth": ("kernel-bandwidth", {"platform": "cpu"}),
+    "kernel-bandwidth@rocm": ("kernel-bandwidth", {"platform": "rocm"}),
+    "kernel-bandwidth@debian": ("kernel-bandwidth", DEBIAN),
+    "kernel-tune": ("kernel-tune", {"platform": "cpu"}),
 }
 
 #: The issue's recipes, written out here rather than taken from buildspec.

@@ -76,12 +76,16 @@ def test_installed_renders_templates(installed: Path, tmp_path: Path) -> None:
     assert "-DGMX_GPU=HIP" in dev.stdout and "FROM gmxbench-builder:rocm-example AS source" in (
         dev.stdout
     )
+    code = [str(installed / "python"), "-c", "from orchestrator.images.kernels import SOURCES, "
+            "pins; print(sorted(p.name for p in SOURCES.iterdir()), len(pins()))"]  # fmt: skip
+    shipped = _run(code, cwd=tmp_path).stdout  # the kernel sources are package data too
+    assert "bandwidth_gpu.cu" in shipped and "tune.py" in shipped and "] 11" in shipped
 
 
 def test_installed_lists_shipped_and_own_recipes(installed: Path, tmp_path: Path) -> None:
     shipped = json.loads(_gmxbench(installed, "recipes", "--json", cwd=tmp_path).stdout)
     names = {row["name"] for row in shipped}
-    assert {"water", "water_GMX50", "benchMEM", "benchRIB"} <= names
+    assert {"water", "water_GMX50", "benchMEM", "benchRIB", "bandwidth", "tune"} <= names
     assert all(Path(row["source"]).is_relative_to(installed.parent) for row in shipped)
 
     mine = tmp_path / "my-recipes"

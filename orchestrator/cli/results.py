@@ -11,7 +11,7 @@ from orchestrator.core import engine
 from orchestrator.core.errors import UsageError
 from orchestrator.core.settings import Settings
 from orchestrator.results.codegen_diff import render as codegen_report
-from orchestrator.results.compare import compare_runs
+from orchestrator.results.judge import compare_groups
 from orchestrator.results.report import render, webhook_text
 from orchestrator.runs.store import RunStore
 from orchestrator.workflows import codegen
@@ -43,7 +43,9 @@ def compare(args: argparse.Namespace, settings: Settings, console: Console) -> i
     runs = RunStore(settings.results_dir)
     baseline = runs.finished(args.baseline, console)
     candidate = runs.finished(args.candidate, console)
-    cmp = compare_runs(baseline, candidate, threshold_pct=args.threshold_pct, alpha=args.alpha)
+    cmp = compare_groups(
+        baseline, candidate, threshold_pct=args.threshold_pct, alpha=args.alpha, store=runs
+    )
     cmp.codegen = codegen.runs_codegen(baseline[0].path, candidate[0].path)
     print(render(cmp, args.format), end="")
     if args.notify:

@@ -13,6 +13,7 @@ from orchestrator.cli.console import Console
 from orchestrator.core import engine, interrupts
 from orchestrator.core.errors import UsageError
 from orchestrator.core.settings import Settings
+from orchestrator.results.report import kernel_run_text
 from orchestrator.runs import runner, store
 from orchestrator.runs.clean import clean_runs
 from orchestrator.runs.recipe import find_recipes
@@ -22,9 +23,13 @@ PROFILES = ("none", "trace", "counters")
 
 def register(sub: Commands) -> None:
     p = sub.add_parser(
-        "run", help="one mdrun of a build on a system: results/<build>__<system>__<tag>"
+        "run", help="one mdrun (or kernel benchmark) of a build: results/<build>__<system>__<tag>"
     )
-    p.add_argument("build", help="build name (stable-cpu-gcc12, dev-current) or image tag")
+    p.add_argument(
+        "build",
+        help="build name (stable-cpu-gcc12, dev-current) or image tag "
+        "(a toolchain image for kernel benchmarks)",
+    )
     p.add_argument("system", nargs="?", default=None, help="recipe system (default: water)")
     p.add_argument("tag", nargs="?", default=None, help="run tag (default: run-<UTC time>)")
     p.add_argument("--profile", default="none", choices=PROFILES)
@@ -97,7 +102,10 @@ def run(args: argparse.Namespace, settings: Settings, console: Console) -> int:
             f"recorded as unfinished in {recorded}"
         )
         return 1
-    console.note(f"{result.run_id}: {result.ns_per_day} ns/day")
+    if result.kind == "kernel":
+        print(kernel_run_text(result), end="")
+    else:
+        console.note(f"{result.run_id}: {result.ns_per_day} ns/day")
     return 0
 
 
@@ -108,11 +116,20 @@ def list_runs(args: argparse.Namespace, settings: Settings, console: Console) ->
     for status in map(runs.status, paths):
         result = status.result
         rows.append(
-            [status.path.name, status.state, result.ns_per_day if result else None,
+            [status.path.name, status.state, _headline(result),
              result.timestamp if result else None, _short(status.why)]
         )  # fmt: skip
-    print(tabulate(rows, headers=["run", "state", "ns/day", "started", "why"]))
+    print(tabulate(rows, headers=["run", "state", "result", "started", "why"]))
     return 0
+
+
+def _headline(result: store.RunResult | None) -> str | None:
+    """ns/day, or a kernel run's headline metric with its name and unit."""
+    if result is None or (value := result.headline_value()) is None:
+        return None
+    if result.kind == "kernel" and result.metrics:
+        return f"{result.headline} {value:.4g} {result.metrics[result.headline or ''].unit}"
+    return f"{value:g} ns/day"
 
 
 def _short(text: str, width: int = 100) -> str:

@@ -211,7 +211,7 @@ def context(
     }
 
 
-def _example_probe(command: list[str]) -> tuple[int, str]:
+def example_probe(command: list[str]) -> tuple[int, str]:
     """What `c++` answers in the example builder (a stand-in: no engine is asked)."""
     return 0, "12\nc++ (Debian 12.2.0-14+deb12u1) 12.2.0\n"
 
@@ -222,7 +222,7 @@ def example_context(name: str, settings: Settings) -> dict[str, Any]:
     settings = on(settings, name.removeprefix(f"gromacs-{flavor}-"))
     platform = active(settings)
     if flavor == "stable":
-        compiler = platform.stable_compiler(settings, _example_probe)
+        compiler = platform.stable_compiler(settings, example_probe)
         build_name = platform.stable_build_name(settings, compiler)
     else:
         compiler = _example_dev_compiler(platform)

@@ -17,7 +17,7 @@ from orchestrator.platforms.base import CompileCacheStats
 
 #: Prefix of every label this project puts on images and containers.
 LABEL_PREFIX = "gmxbench."
-ImageKind = Literal["base", "builder", "toolchain", "gromacs"]
+ImageKind = Literal["base", "builder", "toolchain", "gromacs", "kernels"]
 
 
 def label(name: str) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -122,6 +122,20 @@ class DeviceInfo(BaseModel):
     gpu_driver: str | None = None
     gpu_perf_level: str | None = None
     warnings: list[str] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class KernelCompiler:
+    """How the kernel benchmarks (`images.kernels`) compile with a build's own compiler."""
+
+    api: Literal["openmp", "hip"]
+    compiler: str
+    flags: list[str]
+    libs: list[str]
+    #: The source of `bandwidth` for this platform (`runs/kernels/`).
+    source: str
+    #: Vector widths (floats) the build's SIMD level allows, for `tune` on a CPU.
+    vector_widths: list[int] = field(default_factory=lambda: [4])
 
 
 @dataclass
@@ -230,6 +244,12 @@ class Platform(ABC):
         """The command that fingerprints a finished image of this platform (or prints one
         function's normalised code): `parsers.codegen.probe_argv` with this platform's
         tools and where its builds keep their code."""
+
+    @abstractmethod
+    def kernel_compiler(self, settings: Settings, labels: Mapping[str, str]) -> KernelCompiler:
+        """How the kernel benchmarks compile in an image with these labels (a GROMACS or
+        toolchain image; names without the `gmxbench.` prefix): its compiler under test,
+        with the flags its GROMACS build used."""
 
     # Running -------------------------------------------------------------------------
 

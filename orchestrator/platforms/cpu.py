@@ -6,6 +6,7 @@ whole runs happen on a machine without a GPU.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -19,11 +20,24 @@ from orchestrator.platforms.base import (
     BuildFacts,
     Compiler,
     Flavor,
+    KernelCompiler,
     Platform,
     Probe,
     ProfileMode,
     common_cmake_flags,
 )
+
+#: The compiler flags of each GMX_SIMD level, as GROMACS's own CMake adds them.
+SIMD_FLAGS: dict[str, list[str]] = {
+    "None": [],
+    "SSE2": ["-msse2"],
+    "SSE4.1": ["-msse4.1"],
+    "AVX_128_FMA": ["-mavx", "-mfma4"],
+    "AVX_256": ["-mavx"],
+    "AVX2_128": ["-mavx2", "-mfma"],
+    "AVX2_256": ["-mavx2", "-mfma"],
+    "AVX_512": ["-mavx512f", "-mavx2", "-mfma"],
+}
 
 
 class CpuPlatform(Platform):
@@ -72,6 +86,18 @@ class CpuPlatform(Platform):
             "-DGMXAPI=OFF",
             "-DGMX_INSTALL_NBLIB_API=OFF",
         ]
+
+    def kernel_compiler(self, settings: Settings, labels: Mapping[str, str]) -> KernelCompiler:
+        """The build's C++ compiler with `-O3`, OpenMP and its GMX_SIMD level's flags."""
+        simd = labels.get("simd") or settings.simd
+        return KernelCompiler(
+            api="openmp",
+            compiler=labels.get("compiler") or "c++",
+            flags=["-O3", "-std=c++17", "-fopenmp", *SIMD_FLAGS.get(simd, [])],
+            libs=[],
+            source="bandwidth_cpu.cpp",
+            vector_widths=[4, 8] if simd in ("AVX_256", "AVX2_256", "AVX_512") else [4],
+        )
 
     def compiler_problems(self, facts: BuildFacts, compiler: Compiler) -> list[str]:
         if facts.reported_compiler != facts.compiler_path:

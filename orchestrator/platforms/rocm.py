@@ -11,6 +11,7 @@ and the selected GPU's render node, the groups owning them, and seccomp off.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -28,6 +29,7 @@ from orchestrator.platforms.base import (
     ContainerOptions,
     DeviceInfo,
     Flavor,
+    KernelCompiler,
     Platform,
     Probe,
     ProfileMode,
@@ -273,6 +275,25 @@ class RocmPlatform(Platform):
         if explicit:
             flags.append(f"-DHIPCC_HAS_TARGET_ARCH_{arch}=TRUE")
         return flags
+
+    def kernel_compiler(self, settings: Settings, labels: Mapping[str, str]) -> KernelCompiler:
+        """The build's HIP compiler, driven as its GROMACS build drove it, for its GPU."""
+        used = STACKS.get(labels.get("rocm_stack") or "", stack(settings))
+        arch = labels.get("gpu_arch") or gpu_arch(settings)
+        return KernelCompiler(
+            api="hip",
+            compiler=labels.get("compiler") or used.stable_hip(settings),
+            flags=[
+                "-x",
+                "hip",
+                f"--rocm-path={used.rocm_path(settings)}",
+                f"--offload-arch={arch}",
+                f"--rocm-device-lib-path={used.device_libs(settings)}",
+                "-O3",
+            ],
+            libs=["-lamdhip64"] if used.name == "debian" else ["--hip-link"],
+            source="bandwidth_gpu.cu",
+        )
 
     def compiler_problems(self, facts: BuildFacts, compiler: Compiler) -> list[str]:
         hip = facts.cmake_compilers.get("CMAKE_HIP_COMPILER", "")

@@ -35,6 +35,8 @@ class Comparison(BaseModel):
     candidate: list[str]
     system: str
     label: str
+    #: The headline verdict: ns/day for mdrun; a kernel recipe's headline metric, named
+    #: by `headline_name` (its unit follows the name in the report).
     ns_per_day: Verdict
     categories: dict[str, Verdict]
     #: Per-kernel verdicts from the runs' median call durations (µs), when both sides traced.
@@ -54,16 +56,34 @@ class Comparison(BaseModel):
     #: GPU builds run on the host CPU (`--cpu-only`): the timings are of host code, so a
     #: GPU fingerprint says nothing about them.
     cpu_only: bool = False
+    #: The headline's name and unit: "ns/day", or a kernel recipe's (`ro_peak`, "GB/s").
+    headline_name: str = "ns/day"
+    headline_unit: str = "ns/day"
+    #: A kernel recipe's other metrics, each judged in its declared direction (or shown
+    #: only, for those declared neither), corrected for their number like categories.
+    metrics: dict[str, Verdict] = Field(default_factory=dict)
+    #: What a kernel run found that is not a number, side by side (e.g. where `tune`'s
+    #: optimum went between the two builds).
+    findings: list[str] = Field(default_factory=list)
+    #: The memory ceiling the `bandwidth` recipe measured on the host of these runs.
+    ceiling: str | None = None
 
     @property
     def headline(self) -> str:
         v = self.ns_per_day
         sign = "+" if v.delta_abs >= 0 else ""
-        text = (
-            f"{self.label} on {self.system}: {v.candidate_median:.1f} ns/day "
-            f"(baseline {v.baseline_median:.1f}, Δ {sign}{v.delta_abs:.3f}, "
-            f"{sign}{v.delta_pct:.2f}%)"
-        )
+        if self.headline_name == "ns/day":
+            text = (
+                f"{self.label} on {self.system}: {v.candidate_median:.1f} ns/day "
+                f"(baseline {v.baseline_median:.1f}, Δ {sign}{v.delta_abs:.3f}, "
+                f"{sign}{v.delta_pct:.2f}%)"
+            )
+        else:
+            text = (
+                f"{self.label} on {self.system}: {self.headline_name} "
+                f"{v.candidate_median:.4g} {self.headline_unit} (baseline "
+                f"{v.baseline_median:.4g}, Δ {sign}{v.delta_abs:.4g}, {sign}{v.delta_pct:.2f}%)"
+            )
         return ("⚠ SUSPECT " if self.suspect else "") + text
 
     @property
@@ -73,7 +93,7 @@ class Comparison(BaseModel):
             design = f"{v.n_candidate} interleaved pairs, paired t on log ratios"
         else:
             design = f"{v.n_candidate} vs {v.n_baseline} runs, medians, Mann–Whitney"
-        return f"statistics: {design}; ns/day {v.note}"
+        return f"statistics: {design}; {self.headline_name} {v.note}"
 
     @property
     def noise_headline(self) -> str | None:
@@ -116,6 +136,15 @@ def check_pair(base: list[Run], cand: list[Run]) -> None:
             "These runs used different mdrun options (" + " | ".join(sorted(options)) + "): "
             "compare runs made with the same options."
         )
+
+
+def noise_lines(runs: list[Run]) -> list[str]:
+    """One line per run that shared the machine: which run, and what it shared it with."""
+    return [
+        f"{r.path.name}: {'; '.join(r.result.noise.warnings)}"
+        for r in runs
+        if r.result.noise is not None and r.result.noise.warnings
+    ]
 
 
 def _pme_key(run: Run) -> tuple[object, object]:
@@ -162,7 +191,7 @@ def compare_runs(
                 "of each pair is tagged kernel-baseline-<candidate tag>): compare them unpaired."
             )
         base, cand = [b for b, _ in pairs], [c for _, c in pairs]
-    ns = _verdict(
+    ns = verdict(
         [r.result.ns_per_day or 0.0 for r in base],
         [r.result.ns_per_day or 0.0 for r in cand],
         paired=paired, higher_is_better=True, threshold_pct=threshold_pct, alpha=alpha,
@@ -185,11 +214,7 @@ def compare_runs(
         ),
         paired=paired,
         unpaired=alone if paired else [],
-        noise=[
-            f"{r.path.name}: {'; '.join(r.result.noise.warnings)}"
-            for r in base + cand
-            if r.result.noise is not None and r.result.noise.warnings
-        ],
+        noise=noise_lines(base + cand),
         runs=len(base) + len(cand),
         cpu_only=any(r.result.cpu_only for r in base + cand),
     )
@@ -205,7 +230,7 @@ def compare_runs(
     return cmp
 
 
-def _verdict(
+def verdict(
     b: Sequence[float], c: Sequence[float], *, paired: bool, higher_is_better: bool,
     threshold_pct: float, alpha: float,
 ) -> Verdict:  # fmt: skip
@@ -228,7 +253,7 @@ def category_verdicts(
     verdicts = {}
     for name in base:
         if min([*base[name], *cand[name]]) > 0:
-            verdicts[name] = _verdict(
+            verdicts[name] = verdict(
                 base[name], cand[name], paired=paired, higher_is_better=False,
                 threshold_pct=threshold_pct, alpha=alpha,
             )  # fmt: skip

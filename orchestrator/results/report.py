@@ -6,9 +6,11 @@ from typing import Literal
 
 from tabulate import tabulate
 
+from orchestrator.parsers.kernelbench import parse_bytes
 from orchestrator.results.codegen_diff import summary_lines
 from orchestrator.results.compare import Comparison
 from orchestrator.results.stats import Verdict
+from orchestrator.runs.store import RunResult
 
 Format = Literal["simple", "markdown"]
 HEADERS = ["", "baseline", "this", "Δ%", "CI of Δ", "detectable", "p", "baseline range",
@@ -83,11 +85,40 @@ def codegen_lines(cmp: Comparison) -> list[str]:
     return lines
 
 
+def kernel_run_text(result: RunResult) -> str:
+    """A finished kernel run as a person reads it: per-size table, single metrics, facts."""
+    metrics = result.metrics or {}
+    sized: dict[str, dict[str, float]] = {}
+    single = []
+    for name, m in metrics.items():
+        family, _, size = name.partition("@")
+        if size:
+            sized.setdefault(size, {})[family] = m.value
+        else:
+            single.append([name, f"{m.value:.4g}", m.unit, m.better])
+    lines = [f"{result.run_id}: {result.system} on {result.build}"]
+    if sized:
+        families = sorted({f for row in sized.values() for f in row})
+        unit = next(m.unit for n, m in metrics.items() if "@" in n)
+        table = [
+            [size, *(f"{row.get(f, float('nan')):.4g}" for f in families)]
+            for size, row in sorted(sized.items(), key=lambda kv: parse_bytes(kv[0]) or 0)
+        ]
+        lines += ["", tabulate(table, headers=["bytes", *(f"{f} ({unit})" for f in families)])]
+    lines += ["", tabulate(single, headers=["metric", "value", "unit", "better"]), ""]
+    lines += [f"{key}: {value}" for key, value in result.facts.items()]
+    return "\n".join(lines).rstrip() + "\n"
+
+
 def render(cmp: Comparison, fmt: Format = "simple") -> str:
     """The full report: headline, statistics, category table, kernel table and every caveat."""
     style = "github" if fmt == "markdown" else "simple"
-    rows = [_row("ns/day", cmp.ns_per_day)]
+    headline = cmp.headline_name
+    if headline != cmp.headline_unit:
+        headline += f" ({cmp.headline_unit})"
+    rows = [_row(headline, cmp.ns_per_day)]
     rows += [_row(_category(cmp, name), v) for name, v in cmp.categories.items()]
+    rows += [_row(name, v) for name, v in cmp.metrics.items()]
     lines = [cmp.headline, cmp.stats_line]
     if cmp.noise_headline:
         lines.append("⚠ " + cmp.noise_headline + ":")
@@ -100,11 +131,14 @@ def render(cmp: Comparison, fmt: Format = "simple") -> str:
         lines.append(f"top {len(cmp.kernels)} kernels, median call duration in each run:")
         lines += [tabulate(kernel_rows, headers=HEADERS, tablefmt=style), ""]
     lines += codegen_lines(cmp)
+    lines += cmp.findings
+    lines += [cmp.ceiling] if cmp.ceiling else []
     if not cmp.comparable and cmp.comparable_note:
         lines.append("⚠ " + cmp.comparable_note)
     if cmp.suspect and cmp.suspect_note:
         lines.append("⚠ " + cmp.suspect_note)
-    untestable = {v.note for v in cmp.categories.values() if not v.testable}
+    untestable = {v.note for v in [*cmp.categories.values(), *cmp.metrics.values()]
+                  if not v.testable}  # fmt: skip
     lines += [f"note: {note}" for note in sorted(untestable)]
     if cmp.unpaired:
         lines.append(f"note: left out, no pair partner: {', '.join(cmp.unpaired)}")
@@ -124,6 +158,9 @@ def webhook_text(cmp: Comparison) -> str:
     if moved:
         more = f"; and {len(moved) - 3} more" if len(moved) > 3 else ""
         lines.append("kernels: " + "; ".join(moved[:3]) + more)
+    lines += [f"{v.marker} {name}: {v.candidate_median:.4g} ({v.delta_pct:+.2f}%)"
+              for name, v in cmp.metrics.items() if v.marker != "•"]  # fmt: skip
+    lines += cmp.findings[-1:]
     lines.append(cmp.stats_line)
     for note in (cmp.comparable_note, cmp.suspect_note):
         if note:

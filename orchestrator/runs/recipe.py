@@ -42,6 +42,7 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from orchestrator.core.errors import UsageError
+from orchestrator.runs.kernel_recipe import KernelRecipe, ResolvedKernel
 
 #: The recipes shipped with the tool (package data).
 SHIPPED = files("orchestrator.runs") / "recipes"
@@ -381,11 +382,15 @@ class ResolvedSystem(_Model):
         )
 
 
-def _read(path: Traversable) -> Recipe:
+AnyRecipe = Recipe | KernelRecipe
+
+
+def _read(path: Traversable) -> AnyRecipe:
     stem = path.name.removesuffix(".toml")
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
-        recipe = Recipe.model_validate(data)
+        model = KernelRecipe if data.get("kind") == "kernel" else Recipe
+        recipe: AnyRecipe = model.model_validate(data)
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"Recipe {path} is not valid TOML: {exc}. Fix the file.") from None
     except ValidationError as exc:
@@ -414,16 +419,16 @@ def _recipe_files(dirs: Sequence[Path]) -> Iterator[Traversable]:
     yield from sorted((p for p in SHIPPED.iterdir() if p.name.endswith(".toml")), key=str)
 
 
-def find_recipes(dirs: Sequence[Path] = ()) -> dict[str, tuple[Recipe, str]]:
+def find_recipes(dirs: Sequence[Path] = ()) -> dict[str, tuple[AnyRecipe, str]]:
     """Recipes by name with the file each came from; the first folder naming one wins."""
-    found: dict[str, tuple[Recipe, str]] = {}
+    found: dict[str, tuple[AnyRecipe, str]] = {}
     for path in _recipe_files(dirs):
         recipe = _read(path)
         found.setdefault(recipe.name, (recipe, str(path)))
     return dict(sorted(found.items(), key=lambda item: item[0].lower()))
 
 
-def list_recipes(dirs: Sequence[Path] = ()) -> list[Recipe]:
+def list_recipes(dirs: Sequence[Path] = ()) -> list[AnyRecipe]:
     """Every recipe the tool knows (see `find_recipes`), by name."""
     return [recipe for recipe, _ in find_recipes(dirs).values()]
 
@@ -442,7 +447,17 @@ def parse_system_name(system: str | None) -> tuple[str, str | None, str | None]:
 
 
 def load_recipe(system: str | None = None, dirs: Sequence[Path] = ()) -> ResolvedSystem:
-    """Resolve a system name (None/"" = `water`) to a `ResolvedSystem`, or a `UsageError`."""
+    """A GROMACS system name (None/"" = `water`) as a `ResolvedSystem`, or a `UsageError`."""
+    resolved = load_system(system, dirs)
+    if isinstance(resolved, ResolvedKernel):
+        raise UsageError(f"{resolved.recipe} is a kernel benchmark, not a GROMACS system.")
+    return resolved
+
+
+def load_system(
+    system: str | None = None, dirs: Sequence[Path] = ()
+) -> ResolvedSystem | ResolvedKernel:
+    """Resolve any system name: a GROMACS system or a kernel benchmark (`bandwidth`)."""
     name, size, variant = parse_system_name(system)
     found = find_recipes(dirs)
     recipes = {r.name: r for r, _ in found.values()}
@@ -456,8 +471,8 @@ def load_recipe(system: str | None = None, dirs: Sequence[Path] = ()) -> Resolve
             f"Name one with --system, or add {name}.toml to a folder in ORCH_RECIPES_DIRS."
         )
     if size and variant is None and size in recipe.variants:
-        sized = isinstance(recipe.sizes, ChoiceSizes) and recipe.sizes.match(size)
-        if not sized:
+        sized = isinstance(recipe, Recipe) and isinstance(recipe.sizes, ChoiceSizes)
+        if not (sized and recipe.sizes.match(size)):  # type: ignore[union-attr]
             size, variant = None, size
     resolved = recipe.resolve(size, variant)
     return resolved.model_copy(update={"source": found[recipe.name][1]})

@@ -14,7 +14,7 @@ import json
 import shlex
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,18 +24,20 @@ from orchestrator.core.engine import Client, EngineGone
 from orchestrator.core.errors import UserError
 from orchestrator.core.events import Caution, Emit, Event, ignore
 from orchestrator.core.settings import Settings
+from orchestrator.images import kernels
 from orchestrator.images.fingerprint import codegen_path
 from orchestrator.images.gromacs import gromacs_ref
 from orchestrator.images.provenance import container_labels, label
 from orchestrator.parsers.mdlog import MdLog, parse_mdlog
 from orchestrator.platforms import active, get, host_cpu
 from orchestrator.platforms.base import Platform, ProfileMode
-from orchestrator.runs import store
+from orchestrator.runs import kernel_runs, store
 from orchestrator.runs.hostinfo import HostInfo, NoiseSampler
 from orchestrator.runs.hostinfo import collect as collect_host
 from orchestrator.runs.inputs import fetch_inputs
+from orchestrator.runs.kernel_recipe import ResolvedKernel
 from orchestrator.runs.liveness import Owner, heartbeat
-from orchestrator.runs.recipe import ResolvedSystem, load_recipe
+from orchestrator.runs.recipe import ResolvedSystem, load_system
 from orchestrator.runs.store import ImageRef, RunResult, RunStore
 
 
@@ -84,7 +86,7 @@ class Plan:
     """Everything decided before a container starts; `--dry-run` prints it."""
 
     request: RunRequest
-    system: ResolvedSystem
+    system: ResolvedSystem | ResolvedKernel
     image_tag: str
     image_id: str
     labels: dict[str, str]
@@ -92,7 +94,7 @@ class Plan:
     platform: Platform
     run_dir: Path
     tag: str
-    steps: int
+    steps: int | None
     ntomp: int
     mdrun: list[str]
     script: str
@@ -121,14 +123,19 @@ def _user_steps(args: list[str]) -> int | None:
 
 
 def plan_run(
-    client: Client, settings: Settings, req: RunRequest, *, allow_missing: bool = False
-) -> Plan:
+    client: Client, settings: Settings, req: RunRequest, *, allow_missing: bool = False,
+    emit: Emit = ignore,
+) -> Plan:  # fmt: skip
     """Everything about a run that can be decided before it starts.
 
     With `allow_missing` (`--dry-run`), an image that is not built yet is planned for on
     the configured platform and named among the problems, so a GPU configuration can be
-    checked before a long build.
+    checked before a long build. A kernel recipe's run needs the build's kernel image,
+    which is made here when missing (seconds: `images.kernels`).
     """
+    system = load_system(req.system, settings.recipes_dirs)
+    if isinstance(system, ResolvedKernel):
+        return _plan_kernel(client, settings, req, system, emit)
     ref = gromacs_ref(req.build)
     image = engine.image(client, ref)
     how = (
@@ -144,7 +151,6 @@ def plan_run(
     platform = get(platform_name) if platform_name else active(settings)
     if req.cpu_only:
         platform = host_cpu()
-    system = load_recipe(req.system, settings.recipes_dirs)
     steps = _user_steps(req.mdrun_args) or req.steps or system.default_steps
     tag = req.tag or datetime.now(UTC).strftime("run-%Y%m%d-%H%M%S")
     run_dir = RunStore(settings.results_dir).path(store.run_id(build_name, system.name, tag))
@@ -187,6 +193,34 @@ def plan_run(
                 steps, ntomp, mdrun, script, container, problems)  # fmt: skip
 
 
+def _plan_kernel(
+    client: Client, settings: Settings, req: RunRequest, system: ResolvedKernel, emit: Emit
+) -> Plan:
+    """A kernel benchmark's plan: its program in the build's kernel image (not profiled)."""
+    req = replace(req, profile="none")
+    image = kernels.ensure(client, settings, req.build, system.program, emit)
+    platform = get(image.labels.get(label("platform")) or "cpu")
+    tag = req.tag or datetime.now(UTC).strftime("run-%Y%m%d-%H%M%S")
+    run_dir = RunStore(settings.results_dir).path(store.run_id(image.build, system.name, tag))
+    argv, redirect = kernel_runs.command(system, image, store.CONTAINER_DIR)
+    script = kernel_runs.script(argv, redirect, store.TIMES_FILE, store.CONTAINER_DIR)
+    options = platform.container_options(req.device)
+    container: dict[str, Any] = {
+        "image": image.id,
+        "image_tag": image.tag,
+        "command": ["sh", f"{store.CONTAINER_DIR}/{store.SCRIPT_FILE}"],
+        "working_dir": store.CONTAINER_DIR,
+        "volumes": {str(run_dir.resolve()): {"bind": store.CONTAINER_DIR, "mode": "rw"}},
+        "environment": {"OMP_NUM_THREADS": str(settings.jobs), **options.environment},
+        "labels": container_labels("run", run_dir.name, OWNER.model_dump_json()),
+        "network_disabled": True,
+        **options.engine_kwargs(),
+    }
+    problems = list(options.problems)
+    return Plan(req, system, image.tag, image.id, image.labels, image.build, platform, run_dir,
+                tag, None, settings.jobs, argv, script, container, problems)  # fmt: skip
+
+
 def dry_run_text(plan: Plan) -> str:
     shown = {**plan.container, "run_dir": str(plan.run_dir), "run.sh": plan.script}
     if plan.problems:
@@ -196,7 +230,7 @@ def dry_run_text(plan: Plan) -> str:
 
 def _prepare(settings: Settings, plan: Plan, run_dir: Path, emit: Emit) -> None:
     """The inputs copy and run.sh in a new run directory."""
-    if not plan.system.generated:
+    if isinstance(plan.system, ResolvedSystem) and not plan.system.generated:
         inputs = fetch_inputs(
             plan.system, settings.cache_dir, inputs_dir=plan.request.inputs_dir, emit=emit
         )
@@ -248,7 +282,8 @@ def execute(client: Client, settings: Settings, plan: Plan, emit: Emit = ignore)
                 client, config, name=name, timeout=plan.request.timeout,
                 logs=(run_dir / store.STDOUT_FILE, run_dir / store.STDERR_FILE), emit=emit,
             )  # fmt: skip
-        failure = None if code == 0 else f"mdrun exited with code {code}"
+        program = "mdrun" if isinstance(plan.system, ResolvedSystem) else plan.system.program
+        failure = None if code == 0 else f"{program} exited with code {code}"
         if code is None:
             failure = f"timed out after {plan.request.timeout:.0f} s: container killed"
     except (KeyboardInterrupt, EngineGone) as exc:
@@ -265,8 +300,9 @@ def execute(client: Client, settings: Settings, plan: Plan, emit: Emit = ignore)
         result.duration_seconds = round(time.monotonic() - started, 3)
         result.return_code, result.failure = code, failure
         result.noise = noise.result()
-        md = _fill_from_log(result, run_dir)
-        if result.finished and md is not None:
+        if isinstance(plan.system, ResolvedKernel):
+            kernel_runs.fill(result, plan.system, run_dir)
+        elif (md := _fill_from_log(result, run_dir)) is not None and result.finished:
             _write_breakdown(result, plan, run_dir, md)
         runs.save(run_dir, result)
     tail = "" if result.finished else store.log_tail(run_dir)

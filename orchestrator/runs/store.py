@@ -28,6 +28,7 @@ from orchestrator.core.events import Caution, Emit, ignore
 from orchestrator.core.files import DamagedRecord, read_model, write_atomic
 from orchestrator.parsers import detect
 from orchestrator.parsers.breakdown import KernelBreakdown
+from orchestrator.parsers.kernelbench import MetricValue
 from orchestrator.parsers.mdlog import parse_mdlog
 from orchestrator.platforms import PLATFORMS
 from orchestrator.runs.hostinfo import HostInfo, HostNoise
@@ -61,12 +62,14 @@ class ImageRef(BaseModel):
 
 
 class RunResult(BaseModel):
-    """One mdrun of one build on one system, with everything needed to trust or re-run it.
+    """One mdrun (or kernel benchmark) of one build, with everything needed to trust or
+    re-run it.
 
     Schema 2 added `energies`; `RunStore.finished` reads them from md.log for schema 1.
+    Schema 3 added kernel runs (`kind`, `metrics`, `headline`, `facts`).
     """
 
-    schema_version: int = 2
+    schema_version: int = 3
     run_id: str
     build: str
     system: str
@@ -104,6 +107,21 @@ class RunResult(BaseModel):
     cpu_only: bool = False
     #: What else the machine ran meanwhile (other processes, steal, containers).
     noise: HostNoise | None = None
+    #: mdrun on a GROMACS system, or a kernel benchmark (`runs.kernel_recipe`).
+    kind: Literal["gromacs", "kernel"] = "gromacs"
+    #: A kernel run's numbers, each with the unit and direction its recipe declares.
+    metrics: dict[str, MetricValue] | None = None
+    #: The metric a kernel run's verdict leads with.
+    headline: str | None = None
+    #: What a kernel run found that is not a number (device, API, best configuration).
+    facts: dict[str, str] = Field(default_factory=dict)
+
+    def headline_value(self) -> float | None:
+        """ns/day for mdrun, the recipe's headline metric for a kernel run."""
+        if self.kind == "kernel":
+            metric = (self.metrics or {}).get(self.headline or "")
+            return metric.value if metric is not None else None
+        return self.ns_per_day
 
 
 RunState = Literal["finished", "failed", "running", "abandoned", "unreadable"]
@@ -236,7 +254,7 @@ class RunStore:
             result = self.load(path)
         except DamagedRecord as exc:
             return Status(path, "unreadable", None, exc.message)
-        if result.finished and result.ns_per_day is not None:
+        if result.finished and result.headline_value() is not None:
             return Status(path, "finished", result)
         if result.failure is not None or result.return_code is not None:
             return Status(path, "failed", result, result.failure or f"exit {result.return_code}")
@@ -266,6 +284,20 @@ class RunStore:
         for status in skipped:
             emit(Caution(f"left out {status.path.name}: {status.state}: {status.why}"))
         return runs
+
+    def ceiling(self, hostname: str) -> RunResult | None:
+        """The newest finished bandwidth sweep on `hostname`: its memory ceiling, measured."""
+        found = [
+            status.result
+            for status in map(
+                self.status, (p for p in self.runs() if "__bandwidth-sweep-" in p.name)
+            )
+            if status.state == "finished"
+            and status.result is not None
+            and status.result.host.hostname == hostname
+            and "ro_largest" in (status.result.metrics or {})
+        ]
+        return max(found, key=lambda r: r.timestamp, default=None)
 
     def _run(self, path: Path, result: RunResult) -> Run:
         if result.schema_version < 2 and (log := log_file(path)) is not None:

@@ -19,14 +19,17 @@ from orchestrator.core.engine import Client
 from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.events import Emit, Step, ignore
 from orchestrator.core.settings import Settings
+from orchestrator.images import kernels
 from orchestrator.images.gromacs import DEV_CURRENT, build_gromacs, gromacs_ref, record_of
 from orchestrator.images.provenance import ImageRecord, label
 from orchestrator.platforms import get
 from orchestrator.platforms.base import ProfileMode
-from orchestrator.results.compare import Comparison, compare_runs
+from orchestrator.results.compare import Comparison
+from orchestrator.results.judge import compare_groups
 from orchestrator.results.paired import baseline_first, ci_halfwidth_pct, repeat_plan
 from orchestrator.runs import runner, store
-from orchestrator.runs.recipe import load_recipe
+from orchestrator.runs.kernel_recipe import ResolvedKernel
+from orchestrator.runs.recipe import load_system
 from orchestrator.runs.store import RunResult, RunStore
 from orchestrator.workflows.build import toolchain_for
 from orchestrator.workflows.codegen import builds_codegen
@@ -106,7 +109,8 @@ def bench(
     sides = images(client, settings, req, emit)
     groups = runs(client, settings, req, sides, emit)
     comparison = diff(settings, req, groups, emit)
-    comparison.codegen = builds_codegen(client, settings, sides.baseline, sides.candidate, emit)
+    if not _kernel(settings, req):
+        comparison.codegen = builds_codegen(client, settings, sides.baseline, sides.candidate, emit)
     return BenchOutcome(
         comparison=comparison,
         runs=len(groups.results),
@@ -115,9 +119,15 @@ def bench(
     )
 
 
+def _kernel(settings: Settings, req: BenchRequest) -> bool:
+    """A kernel benchmark needs the compiler, not GROMACS: its sides are toolchain images."""
+    return isinstance(load_system(req.system, settings.recipes_dirs), ResolvedKernel)
+
+
 def images(client: Client, settings: Settings, req: BenchRequest, emit: Emit) -> Sides:
     """The baseline (the stable image unless `against_*` names another build) and the dev
-    image of the compiler asked for (none: the baseline itself, an A/A comparison)."""
+    image of the compiler asked for (none: the baseline itself, an A/A comparison). For a
+    kernel benchmark, a compiler's side is its toolchain image: no GROMACS is built."""
     baseline = _baseline(client, settings, req, emit)
     if req.no_gmx_rebuild:
         current = engine.image(client, DEV_CURRENT)
@@ -128,8 +138,9 @@ def images(client: Client, settings: Settings, req: BenchRequest, emit: Emit) ->
             )
         return Sides(baseline, ImageRecord.from_labels(DEV_CURRENT, current.id, current.labels))
     candidate = _dev_build(
-        client, settings, req.llvm, req.package, req.toolchain, not req.no_llvm_rebuild, emit
-    )
+        client, settings, req, req.llvm, req.package, req.toolchain, not req.no_llvm_rebuild,
+        emit,
+    )  # fmt: skip
     return Sides(baseline, candidate or baseline)
 
 
@@ -146,7 +157,7 @@ def _baseline(client: Client, settings: Settings, req: BenchRequest, emit: Emit)
             )
         return record_of(image)
     against = _dev_build(
-        client, settings, req.against_llvm, req.against_package, req.against_toolchain,
+        client, settings, req, req.against_llvm, req.against_package, req.against_toolchain,
         True, emit, side="baseline",
     )  # fmt: skip
     if against is not None:
@@ -156,7 +167,7 @@ def _baseline(client: Client, settings: Settings, req: BenchRequest, emit: Emit)
 
 
 def _dev_build(
-    client: Client, settings: Settings, llvm: str | None, package: str | None,
+    client: Client, settings: Settings, req: BenchRequest, llvm: str | None, package: str | None,
     toolchain: str | None, rebuild: bool, emit: Emit, side: str = "candidate",
 ) -> ImageRecord | None:  # fmt: skip
     """The dev image of one compiler (an LLVM commit, a package or a toolchain image)."""
@@ -170,6 +181,11 @@ def _dev_build(
     )  # fmt: skip
     if tag is None:
         return None
+    if _kernel(settings, req):
+        image = engine.image(client, tag)
+        assert image is not None, tag
+        record = ImageRecord.from_labels(tag, image.id, image.labels)
+        return record.model_copy(update={"build": kernels.build_name(image, tag)})
     emit(Step(f"{side}: GROMACS dev build with {tag}"))
     return build_gromacs(client, settings, "dev", toolchain_tag=tag, emit=emit)
 
@@ -186,7 +202,7 @@ def runs(client: Client, settings: Settings, req: BenchRequest, sides: Sides, em
     """
     baseline, candidate = sides.baseline, sides.candidate
     plan = repeat_plan(req.repeats)
-    system = load_recipe(req.system, settings.recipes_dirs).name
+    system = load_system(req.system, settings.recipes_dirs).name
     default_tag = "aa" if candidate is baseline else "bench"
     if candidate.llvm_commit:
         default_tag = f"llvm-{candidate.llvm_commit}"
@@ -211,7 +227,7 @@ def runs(client: Client, settings: Settings, req: BenchRequest, sides: Sides, em
                 run_tag = store.repeat_tag(group_tag, groups.pairs, plan.most)
                 result = _run(client, settings, image, system, run_tag, req, emit)
                 groups.results.append(result)
-                values[side == "candidate"].append(result.ns_per_day or 0.0)
+                values[side == "candidate"].append(result.headline_value() or 0.0)
     return groups
 
 
@@ -220,12 +236,13 @@ def _run(
     req: BenchRequest, emit: Emit,
 ) -> RunResult:  # fmt: skip
     request = runner.RunRequest(
-        build=image.build or "", system=system, tag=tag,
+        build=image.tag if _kernel(settings, req) else image.build or "", system=system, tag=tag,
         profile=req.profile or get(image.platform or "cpu").default_profile(image.rocm_stack),
         mdrun_args=req.mdrun_args, steps=req.steps, llvm_commit=image.llvm_commit,
         cpu_only=req.cpu_only,
     )  # fmt: skip
-    result = runner.execute(client, settings, runner.plan_run(client, settings, request), emit)
+    plan = runner.plan_run(client, settings, request, emit=emit)
+    result = runner.execute(client, settings, plan, emit)
     if not result.finished:
         raise UserError(
             f"Run {result.run_id} did not finish ({result.failure}); it is recorded as "
@@ -238,10 +255,11 @@ def diff(settings: Settings, req: BenchRequest, groups: Groups, emit: Emit) -> C
     """Both groups compared pair by pair, with the validity guards of `compare`."""
     emit(Step("diff"))
     results = RunStore(settings.results_dir)
-    return compare_runs(
+    return compare_groups(
         results.finished(groups.baseline, emit),
         results.finished(groups.candidate, emit),
         threshold_pct=req.threshold_pct,
         alpha=req.alpha,
         paired=True,
+        store=results,
     )

@@ -1,0 +1,250 @@
+"""Kernel images: a build's image plus our kernel benchmarks, compiled by its compiler.
+
+A kernel recipe (`runs.kernel_recipe`) runs in an image built FROM the image of the
+build it measures: a GROMACS image (stable or dev) or a toolchain image, since a kernel
+needs the compiler, not GROMACS. The build's compiler under test compiles the program
+with the flags its GROMACS build used (`Platform.kernel_compiler`); `tune` instead gets
+Kernel Tuner, whose C backend calls that compiler for every configuration at run time.
+Like every image here it is keyed by its inputs (rendered Dockerfile, parent id, the
+files it copies): a second run of the same build finds it in seconds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from importlib.resources import as_file, files
+from pathlib import Path
+from typing import Any
+
+from orchestrator.core import engine
+from orchestrator.core.engine import Client, Image
+from orchestrator.core.errors import UserError
+from orchestrator.core.events import Emit, Step, ignore
+from orchestrator.core.files import parse_model
+from orchestrator.core.settings import Settings
+from orchestrator.images.catalog import (
+    find_by_inputs,
+    inputs_key,
+    keep_tag,
+    label_and_tag,
+    now_iso,
+    probe,
+)
+from orchestrator.images.gromacs import example_probe, gromacs_ref
+from orchestrator.images.provenance import KIND_LABEL, TOOLCHAIN_LABEL, ImageRecord, label
+from orchestrator.images.render import render
+from orchestrator.platforms import active, get
+from orchestrator.platforms.base import Compiler, KernelCompiler
+
+REPO = "gmxbench-kernels"
+SOURCES = files("orchestrator.runs") / "kernels"
+REQUIREMENTS = "tune-requirements.txt"
+PROGRAMS = ("bandwidth", "tune")
+#: The files each program's image copies from `runs/kernels/` (bandwidth: the platform's).
+TUNE_SOURCES = ("tune.py", "tune_cpu.c", "tune_gpu.cu")
+#: The manylinux platforms whose wheels run on the Debian images.
+WHEEL_PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")
+
+
+def template(program: str) -> str:
+    return f"kernel-{program}"
+
+
+def templates() -> list[str]:
+    return [template(p) for p in PROGRAMS]
+
+
+@dataclass(frozen=True)
+class KernelImage:
+    """A kernel image ready to run: its tag and id, and the build it measures."""
+
+    tag: str
+    id: str
+    build: str
+    labels: dict[str, str]
+    compiler: KernelCompiler
+
+
+def build_name(parent: Image, ref: str) -> str:
+    """The build a parent image stands for: a GROMACS build's name, or `toolchain-<compiler>`."""
+    labels = parent.labels
+    if labels.get(KIND_LABEL) == "toolchain" and TOOLCHAIN_LABEL in labels:
+        fix = f"Build the toolchain again (`docker rmi {ref}` first)."
+        compiler = parse_model(labels[TOOLCHAIN_LABEL], Compiler, f"{ref}'s label", fix)
+        return f"toolchain-{compiler.name}"
+    build = labels.get(label("build"))
+    if labels.get(KIND_LABEL) != "gromacs" or not build:
+        raise UserError(
+            f"{ref} is neither a GROMACS nor a toolchain image of this tool: kernel benchmarks "
+            "run in one of those, compiled by its compiler. `nox -s images` lists the builds."
+        )
+    return build
+
+
+def kernel_compiler(settings: Settings, labels: dict[str, str]) -> KernelCompiler:
+    """The platform's answer for an image with these (prefixed) labels."""
+    platform = get(labels.get(label("platform")) or active(settings).name)
+    prefix = label("")
+    return platform.kernel_compiler(
+        settings, {k.removeprefix(prefix): v for k, v in labels.items() if k.startswith(prefix)}
+    )
+
+
+def context(
+    program: str, settings: Settings, parent_tag: str, build: str, labels: dict[str, str]
+) -> dict[str, Any]:
+    compiler = kernel_compiler(settings, labels)
+    return {
+        "parent_image": parent_tag,
+        "build": build,
+        "api": compiler.api,
+        "compiler": compiler.compiler,
+        "source": compiler.source,
+        "compile_line": " ".join([compiler.compiler, *compiler.flags]),
+        "libs": "".join(f" {lib}" for lib in compiler.libs),
+        "sources": list(TUNE_SOURCES),
+    }
+
+
+def example_context(name: str, settings: Settings) -> dict[str, Any]:
+    """The context of a real build of the stable image's kernels (no engine asked)."""
+    platform = active(settings)
+    compiler = platform.stable_compiler(settings, example_probe)
+    build = platform.stable_build_name(settings, compiler)
+    labels = {
+        label("platform"): platform.name,
+        label("simd"): settings.simd,
+        label("rocm_stack"): settings.rocm_stack,
+        label("compiler"): platform.compiler_under_test(compiler),
+    }
+    return context(name.removeprefix("kernel-"), settings, gromacs_ref(build), build, labels)
+
+
+def ensure(
+    client: Client, settings: Settings, ref: str, program: str, emit: Emit = ignore
+) -> KernelImage:
+    """The kernel image of `program` on the build `ref` names (built now when missing)."""
+    parent = engine.image(client, gromacs_ref(ref))
+    if parent is None:
+        raise UserError(
+            f"Image {gromacs_ref(ref)} is not in the engine. Kernel benchmarks run on a GROMACS "
+            "build (`nox -s build -- stable`) or a toolchain image (`nox -s build -- toolchain "
+            "--package clang-16`); `nox -s images` lists what exists."
+        )
+    build = build_name(parent, gromacs_ref(ref))
+    values = context(program, settings, parent.id, build, parent.labels)
+    compiler = kernel_compiler(settings, parent.labels)
+    if program == "tune" and compiler.api != "openmp":
+        raise UserError(
+            f"`tune` runs Kernel Tuner's C backend on CPU builds only; {build} is a "
+            f"{compiler.api.upper()} build, whose backend (hip-python matching the image's "
+            "ROCm) this tool does not pin yet. Tune a CPU build, or use `bandwidth` here."
+        )
+    context_files: dict[str, bytes | Path] = {
+        name: SOURCES.joinpath(name).read_bytes()
+        for name in ((compiler.source,) if program == "bandwidth" else TUNE_SOURCES)
+    }
+    if program == "tune":
+        context_files |= _wheel_files(client, settings, parent, emit)
+    dockerfile = render(template(program), values)
+    digests = [
+        f"{n}={hashlib.sha256(_bytes(d)).hexdigest()}" for n, d in sorted(context_files.items())
+    ]
+    key = inputs_key(dockerfile, parent.id, *digests)
+    tag = f"{REPO}:{build}-{program}-{key[:8]}"
+    found = find_by_inputs(client, key, "kernels")
+    if found is not None:
+        keep_tag(client, found, tag)
+        return KernelImage(tag, found.id, build, dict(found.labels), compiler)
+    emit(Step(f"kernel image: {program} for {build}, compiled by {compiler.compiler}"))
+    built = engine.build(client, dockerfile, what=tag, files=context_files, emit=emit)
+    record = ImageRecord.from_labels(tag, built, parent.labels).model_copy(
+        update={"kind": "kernels", "build": build, "inputs": key, "created": now_iso()}
+    )
+    final = label_and_tag(client, built, record, [tag], emit)
+    image = engine.image(client, final)
+    assert image is not None, final
+    return KernelImage(tag, final, build, dict(image.labels), compiler)
+
+
+def _bytes(data: bytes | Path) -> bytes:
+    return data.read_bytes() if isinstance(data, Path) else data
+
+
+def _wheel_files(
+    client: Client, settings: Settings, parent: Image, emit: Emit
+) -> dict[str, bytes | Path]:
+    """Kernel Tuner's wheels for the parent's Python, and a SHA256SUMS the image checks."""
+    version = _PYTHONS.get(parent.id) or _python_of(client, parent.id)
+    _PYTHONS[parent.id] = version
+    wheels = fetch_wheels(
+        settings.cache_dir / "wheels" / f"cp{version.replace('.', '')}", version, emit
+    )
+    sums = "".join(f"{_sha256(w)}  {w.name}\n" for w in wheels)
+    return {"SHA256SUMS": sums.encode(), **{w.name: w for w in wheels}}
+
+
+#: The Python of each parent image asked so far (a probe container costs a second).
+_PYTHONS: dict[str, str] = {}
+
+
+def _python_of(client: Client, image_id: str) -> str:
+    code, out = probe(client, image_id, ["python3", "--version"])
+    match = re.fullmatch(r"Python (3\.\d+)\.\S+", out.strip()) if code == 0 else None
+    version = match.group(1) if match else ""
+    if not version:
+        raise UserError(
+            f"`tune` needs python3 in the image it runs in; `python3` in {image_id[:19]} "
+            f"answered {out.strip()[:200]!r}. Use a build made from this tool's builder images."
+        )
+    return version
+
+
+def pins() -> dict[str, set[str]]:
+    """`name==version` → the sha256 digests allowed for it, from tune-requirements.txt."""
+    out: dict[str, set[str]] = {}
+    for line in SOURCES.joinpath(REQUIREMENTS).read_text().splitlines():
+        words = line.split()
+        if words and not line.startswith("#"):
+            out[words[0]] = {w.removeprefix("--hash=sha256:") for w in words[1:]}
+    return out
+
+
+def fetch_wheels(folder: Path, python: str, emit: Emit = ignore) -> list[Path]:
+    """The pinned wheels for CPython `python`, downloaded once (pip checks every hash)."""
+    allowed = set().union(*pins().values())
+    have = sorted(w for w in folder.glob("*.whl") if _sha256(w) in allowed)
+    if len(have) == len(pins()):
+        return have
+    emit(Step(f"downloading Kernel Tuner's wheels for Python {python} (hashes pinned)"))
+    folder.mkdir(parents=True, exist_ok=True)
+    with as_file(SOURCES.joinpath(REQUIREMENTS)) as requirements:
+        cmd = [
+            sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--require-hashes",
+            "--only-binary=:all:", "--python-version", python, "--implementation", "cp",
+            *(f"--platform={p}" for p in WHEEL_PLATFORMS), "-r", str(requirements),
+            "-d", str(folder),
+        ]  # fmt: skip
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        detail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        raise UserError(
+            f"Could not download Kernel Tuner's wheels for Python {python} from PyPI into "
+            f"{folder}: {' '.join(detail)[:400]}. The host needs PyPI (containers never do); "
+            "or copy the wheels listed in orchestrator/runs/kernels/tune-requirements.txt there."
+        )
+    have = sorted(w for w in folder.glob("*.whl") if _sha256(w) in allowed)
+    if len(have) != len(pins()):
+        raise UserError(
+            f"{folder} holds {len(have)} of the {len(pins())} pinned wheels after the download: "
+            "a pin has no wheel for this Python. Pin versions that do in tune-requirements.txt."
+        )
+    return have
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()

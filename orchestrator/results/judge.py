@@ -1,0 +1,34 @@
+"""Which comparison two groups of runs get: mdrun's (`compare`) or a kernel benchmark's
+(`kernel_compare`), by what the runs are. Every caller that compares groups comes here."""
+
+from __future__ import annotations
+
+from orchestrator.results.compare import Comparison, compare_runs
+from orchestrator.results.kernel_compare import compare_kernel_runs
+from orchestrator.runs.store import Run, RunStore
+
+
+def compare_groups(
+    base: list[Run],
+    cand: list[Run],
+    *,
+    threshold_pct: float = 2.0,
+    alpha: float = 0.05,
+    paired: bool | None = None,
+    store: RunStore | None = None,
+) -> Comparison:
+    """`compare_runs` for mdrun runs, `compare_kernel_runs` when any run is a kernel's;
+    with the `store`, an mdrun comparison names the memory ceiling of its host."""
+    if any(r.result.kind == "kernel" for r in base + cand):
+        return compare_kernel_runs(
+            base, cand, threshold_pct=threshold_pct, alpha=alpha, paired=paired
+        )
+    cmp = compare_runs(base, cand, threshold_pct=threshold_pct, alpha=alpha, paired=paired)
+    sweep = store.ceiling(cand[0].result.host.hostname) if store is not None else None
+    if sweep is not None and sweep.metrics:
+        ro, rw = sweep.metrics["ro_largest"].value, sweep.metrics["rw_largest"].value
+        cmp.ceiling = (
+            f"memory ceiling of this host, past the caches: {ro:.4g} GB/s read, {rw:.4g} GB/s "
+            f"copy ({sweep.run_id}, {sweep.timestamp})"
+        )
+    return cmp

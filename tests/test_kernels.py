@@ -1,0 +1,221 @@
+"""Kernel recipes without an engine: names, outputs of real runs, the tuning analysis,
+and compare judging each metric in its declared direction.
+
+Fixtures in tests/data/kernels/: `cpu/` came from this tool's own runs on the CI machine
+(bandwidth sweep of stable-cpu-gcc12; `tune::quick` caches of gcc 12 and clang 16);
+`gpu/` from the CUDA build of the same sources on the borrowed NVIDIA GPU (device.txt
+says which, with the exact commands).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+from pathlib import Path
+
+import pytest
+from test_faults import record, save  # a RunResult as the runner writes it
+
+from orchestrator.core.errors import UsageError, UserError
+from orchestrator.parsers.kernelbench import (
+    MetricValue,
+    bandwidth_values,
+    optimum_shift,
+    parse_bandwidth,
+    parse_bytes,
+    parse_tune_cache,
+    summarize,
+)
+from orchestrator.results.judge import compare_groups
+from orchestrator.results.report import render
+from orchestrator.runs.recipe import load_recipe, load_system
+from orchestrator.runs.store import RunStore
+
+DATA = Path(__file__).parent / "data" / "kernels"
+GPU = DATA / "gpu"
+
+
+@pytest.mark.parametrize(
+    ("given", "name", "nbytes"),
+    [
+        ("bandwidth", "bandwidth:sweep:temporal", None),
+        ("bandwidth:64M", "bandwidth:64MiB:temporal", 64 << 20),
+        ("bandwidth:1.5GiB:nt", "bandwidth:1.5GiB:nt", 3 << 29),
+        ("bandwidth:nt", "bandwidth:sweep:nt", None),
+        ("tune::quick", "tune:256MiB:quick", 256 << 20),
+        ("tune:1000000", "tune:1000000:full", 1_000_000),
+    ],
+)
+def test_kernel_system_names(given: str, name: str, nbytes: int | None) -> None:
+    system = load_system(given)
+    assert (system.name, getattr(system, "bytes", "?")) == (name, nbytes)
+
+
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [("bandwidth:lots", "not a size in bytes"), ("tune:sweep", "not a size in bytes"),
+     ("bandwidth::streaming", "no variant 'streaming'")],
+)  # fmt: skip
+def test_bad_kernel_system_names_say_what_to_write(given: str, says: str) -> None:
+    with pytest.raises(UsageError, match=says):
+        load_system(given)
+
+
+def test_a_kernel_recipe_is_not_a_gromacs_system() -> None:
+    with pytest.raises(UsageError, match="kernel benchmark, not a GROMACS system"):
+        load_recipe("bandwidth")
+
+
+def test_a_recipe_must_declare_its_headline(tmp_path: Path) -> None:
+    shipped = Path(__file__).parent.parent / "orchestrator/runs/recipes/tune.toml"
+    text = shipped.read_text().replace('headline = "best_ms"', 'headline = "speed"')
+    (tmp_path / "tune.toml").write_text(text)
+    with pytest.raises(UsageError, match="headline 'speed' is not one of the metrics"):
+        load_system("tune", [tmp_path])
+
+
+def test_sizes_in_bytes() -> None:
+    assert parse_bytes("76k") == 76 * 1024 and parse_bytes("2G") == 2 << 30
+    assert parse_bytes("1.7GB") is None and parse_bytes("-1") is None
+
+
+def test_cpu_sweep_gives_peaks_largest_and_every_size() -> None:
+    out = parse_bandwidth(DATA / "cpu" / "bandwidth_sweep.json")
+    values = bandwidth_values(out)
+    assert values["ro_peak"] == max(row.ro_gbs for row in out.rows)
+    largest = max(out.rows, key=lambda row: row.bytes)
+    assert values["rw_largest"] == largest.rw_gbs
+    assert len([k for k in values if k.startswith("ro@")]) == len(out.rows) > 10
+    for row in out.rows:  # GB/s is bytes over the median time, copy counting both ways
+        assert row.ro_gbs == pytest.approx(row.bytes / row.ro_ms / 1e6, rel=1e-4)
+        assert row.rw_gbs == pytest.approx(2 * row.bytes / row.rw_ms / 1e6, rel=1e-4)
+
+
+def test_gpu_sweep_of_the_cuda_build_parses_and_reaches_hbm() -> None:
+    for name in ("bandwidth_cuda.json", "bandwidth_cuda_nt.json"):
+        out = parse_bandwidth(GPU / name)
+        assert out.api == "cuda" and out.device.compute_units > 100
+        assert out.config["vector_bytes"] == 16 and out.config["block"] == 1024
+        assert min(row.bytes for row in out.rows) < 100_000 < 1.5e9 < out.rows[-1].bytes
+        # past the 50 MB L2, an H100/H200 streams at terabytes per second
+        assert 2000 < bandwidth_values(out)["ro_largest"] < 5000
+
+
+def test_truncated_bandwidth_output_is_a_clear_error(tmp_path: Path) -> None:
+    text = (DATA / "cpu" / "bandwidth_sweep.json").read_text()
+    (tmp_path / "bandwidth.json").write_text(text[: len(text) // 2])
+    with pytest.raises(UserError, match=r"ends mid-way.*stderr\.log"):
+        parse_bandwidth(tmp_path / "bandwidth.json")
+
+
+@pytest.mark.parametrize("cache", ["cpu/tune_cache_gcc12.json", "gpu/tune_cache.json"])
+def test_tuning_summary_from_kernel_tuners_own_cache(cache: str) -> None:
+    configs = parse_tune_cache(DATA / cache)
+    times = [c.time_ms for c in configs.values() if c.time_ms is not None]
+    summary = summarize(DATA / cache)
+    assert summary.best_ms == min(times) and summary.valid == len(times)
+    assert summary.median_ms == statistics.median(times)
+    assert summary.impact == pytest.approx(statistics.median(times) / min(times))
+    assert summary.impact > 1
+    near = sum(t <= 1.1 * min(times) for t in times) / len(times)
+    assert summary.within_10pct == near and 0 < near <= 1
+
+
+def test_the_optimum_moves_when_another_configuration_wins(tmp_path: Path) -> None:
+    base = DATA / "cpu" / "tune_cache_gcc12.json"
+    data = json.loads(base.read_text())
+    best = summarize(base).best
+    runner_up = sorted(
+        (e for e in data["cache"].values() if e["time"] > best.time_ms), key=lambda e: e["time"]
+    )[0]
+    runner_up["time"] = best.time_ms / 2  # the candidate compiler made another config best
+    moved = tmp_path / "cand.json"
+    moved.write_text(json.dumps(data))
+    shift = optimum_shift(base, moved)
+    assert shift.moved and shift.candidate_best_ms == best.time_ms / 2
+    assert shift.old_best_under_candidate_ms == best.time_ms
+    assert shift.old_best_penalty_pct == pytest.approx(100.0)
+    assert not optimum_shift(base, base).moved
+
+
+def test_a_cache_of_failures_only_says_the_compiler_cannot_build_it(tmp_path: Path) -> None:
+    data = json.loads((DATA / "cpu" / "tune_cache_gcc12.json").read_text())
+    for entry in data["cache"].values():
+        entry["time"] = "CompilationFailedConfig"
+    (tmp_path / "c.json").write_text(json.dumps(data))
+    with pytest.raises(UserError, match="every one failed"):
+        summarize(tmp_path / "c.json")
+
+
+def _kernel_runs(tmp_path: Path, side: str, values: list[dict[str, float]]) -> list[Path]:
+    """Run directories of `bench`-made pairs with these metric values (bandwidth's specs)."""
+    system = load_system("bandwidth:64MiB")
+    specs = {m.name: m for m in system.metrics}
+    paths = []
+    for i, numbers in enumerate(values, start=1):
+        tag = f"kernel-baseline-b-r{i}" if side == "base" else f"b-r{i}"
+        build = "stable-cpu-gcc12" if side == "base" else "toolchain-clang16"
+        metrics = {
+            name: MetricValue(value=v, unit=specs[name].unit, better=specs[name].better)
+            for name, v in numbers.items()
+        }
+        result = record(
+            f"{build}__{system.name.replace(':', '-')}__{tag}", system=system.name, build=build,
+            tag=tag, kind="kernel", headline="ro_peak", finished=True, metrics=metrics,
+        )  # fmt: skip
+        paths.append(save(tmp_path, result))
+    return paths
+
+
+def test_compare_judges_each_kernel_metric_in_its_declared_direction(tmp_path: Path) -> None:
+    base = [{"ro_peak": 40 + d, "rw_peak": 20 + d} for d in (0.0, 0.4, -0.3, 0.2, -0.1)]
+    cand = [{"ro_peak": 40 + d, "rw_peak": 24 + d} for d in (0.1, 0.3, -0.2, 0.2, 0.0)]
+    _kernel_runs(tmp_path, "base", base)
+    _kernel_runs(tmp_path, "cand", cand)
+    store = RunStore(tmp_path)
+    cmp = compare_groups(
+        store.finished("stable-cpu-gcc12__bandwidth-64MiB-temporal__kernel-baseline-b"),
+        store.finished("toolchain-clang16__bandwidth-64MiB-temporal__b"),
+    )
+    assert cmp.paired and cmp.headline_name == "ro_peak" and cmp.headline_unit == "GB/s"
+    assert cmp.ns_per_day.marker == "•"  # ro_peak did not move
+    rw = cmp.metrics["rw_peak"]
+    assert rw.significant and rw.improved and rw.marker == "🚀"  # higher GB/s is better
+    text = render(cmp)
+    assert "ro_peak (GB/s)" in text and "🚀 rw_peak" in text
+
+
+def test_kernel_runs_are_not_compared_with_mdrun_runs(tmp_path: Path) -> None:
+    paths = _kernel_runs(tmp_path, "base", [{"ro_peak": 1.0, "rw_peak": 1.0}] * 2)
+    other = tmp_path / "stable-cpu-gcc12__water-6k-pme__x"
+    shutil.copytree(paths[0], other)
+    result = json.loads((other / "result.json").read_text())
+    result |= {"kind": "gromacs", "system": "water:6k:pme", "ns_per_day": 10.0}
+    (other / "result.json").write_text(json.dumps(result))
+    store = RunStore(tmp_path)
+    with pytest.raises(UsageError, match="measure different things"):
+        compare_groups(store.finished(paths[0].name), store.finished(other.name), paired=False)
+
+
+def test_the_newest_sweep_of_a_host_is_its_memory_ceiling(tmp_path: Path) -> None:
+    out = parse_bandwidth(DATA / "cpu" / "bandwidth_sweep.json")
+    values = bandwidth_values(out)
+    system = load_system("bandwidth")
+    specs = {m.name: m for m in system.metrics}
+    for tag, stamp, host in [("old", "10:00", "h"), ("new", "11:00", "h"), ("else", "12:00", "x")]:
+        metrics = {
+            name: MetricValue(value=v, unit="GB/s", better=specs[name.split("@")[0]].better)
+            for name, v in values.items()
+        }
+        result = record(
+            f"stable-cpu-gcc12__bandwidth-sweep-temporal__{tag}", system=system.name,
+            kind="kernel", headline="ro_peak", finished=True, metrics=metrics,
+            timestamp=f"2026-11-23T{stamp}:00+00:00",
+            host=record("x").host.model_copy(update={"hostname": host}),
+        )  # fmt: skip
+        save(tmp_path, result)
+    found = RunStore(tmp_path).ceiling("h")
+    assert found is not None and found.tag == "t" and found.run_id.endswith("__new")
+    assert found.metrics is not None and found.metrics["ro_largest"].value == values["ro_largest"]
+    assert RunStore(tmp_path).ceiling("nobody") is None
