@@ -102,6 +102,12 @@ def test_gpu_sweep_of_the_cuda_build_parses_and_reaches_hbm() -> None:
         assert 2000 < bandwidth_values(out)["ro_largest"] < 5000
 
 
+def test_a_single_size_gives_only_its_two_numbers() -> None:
+    out = parse_bandwidth(GPU / "bandwidth_cuda_1g.json")
+    assert [row.bytes for row in out.rows] == [1 << 30] and out.config["batches"] == 21
+    assert set(bandwidth_values(out)) == {"ro_peak", "rw_peak"}
+
+
 def test_truncated_bandwidth_output_is_a_clear_error(tmp_path: Path) -> None:
     text = (DATA / "cpu" / "bandwidth_sweep.json").read_text()
     (tmp_path / "bandwidth.json").write_text(text[: len(text) // 2])

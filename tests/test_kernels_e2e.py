@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from orchestrator.core import engine as engine_mod
+from orchestrator.core.errors import UserError
 from orchestrator.images import kernels
 from orchestrator.results.report import kernel_run_text, render
 from orchestrator.runs.runner import RunRequest, execute, plan_run
@@ -89,3 +90,5 @@ def test_hip_bandwidth_compiles_to_gfx1201_code_with_nontemporal_accesses(
     assert "global_load_b128" in temporal and "global_store_b128" in temporal
     assert "TH_LOAD_NT" not in temporal and "TH_STORE_NT" not in temporal
     assert "TH_LOAD_NT" in nt and "TH_STORE_NT" in nt
+    with pytest.raises(UserError, match="hip-python"):  # no Kernel Tuner backend pinned yet
+        kernels.ensure(engine, rocm_settings, rocm_stable.tag, "tune")

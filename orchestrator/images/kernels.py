@@ -44,7 +44,9 @@ REPO = "gmxbench-kernels"
 SOURCES = files("orchestrator.runs") / "kernels"
 REQUIREMENTS = "tune-requirements.txt"
 PROGRAMS = ("bandwidth", "tune")
-#: The files each program's image copies from `runs/kernels/` (bandwidth: the platform's).
+#: The files each program's image copies from `runs/kernels/` (bandwidth: the platform's
+#: source and the header both sources share).
+BANDWIDTH_HEADER = "bandwidth_common.h"
 TUNE_SOURCES = ("tune.py", "tune_cpu.c", "tune_gpu.cu")
 #: The manylinux platforms whose wheels run on the Debian images.
 WHEEL_PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")
@@ -104,6 +106,7 @@ def context(
         "api": compiler.api,
         "compiler": compiler.compiler,
         "source": compiler.source,
+        "header": BANDWIDTH_HEADER,
         "compile_line": " ".join([compiler.compiler, *compiler.flags]),
         "libs": "".join(f" {lib}" for lib in compiler.libs),
         "sources": list(TUNE_SOURCES),
@@ -141,12 +144,16 @@ def ensure(
     if program == "tune" and compiler.api != "openmp":
         raise UserError(
             f"`tune` runs Kernel Tuner's C backend on CPU builds only; {build} is a "
-            f"{compiler.api.upper()} build, whose backend (hip-python matching the image's "
-            "ROCm) this tool does not pin yet. Tune a CPU build, or use `bandwidth` here."
+            f"{compiler.api.upper()} build, whose Kernel Tuner backend needs hip-python "
+            "matching the image's ROCm, and none can be pinned yet (hip-python 6.4.3, for "
+            "Debian's HIP 6.4.3, has no wheel for sid's Python 3.14; AMD's for 7.12 is not "
+            "on PyPI). Tune a CPU build, or run `bandwidth` on this one."
         )
     context_files: dict[str, bytes | Path] = {
         name: SOURCES.joinpath(name).read_bytes()
-        for name in ((compiler.source,) if program == "bandwidth" else TUNE_SOURCES)
+        for name in (
+            (BANDWIDTH_HEADER, compiler.source) if program == "bandwidth" else TUNE_SOURCES
+        )
     }
     if program == "tune":
         context_files |= _wheel_files(client, settings, parent, emit)

@@ -10,14 +10,11 @@
 //   bandwidth_cpu [--size BYTES] [--min-ms MS] [--batches N]   (no --size: the sweep)
 #include <omp.h>
 
-#include <algorithm>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <string>
-#include <vector>
+
+#include "bandwidth_common.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -84,25 +81,15 @@ static void copy(const float* in, float* out, size_t n) {
 #endif
 }
 
-struct Timing { double median_ms, best_ms; int launches; };
-
 template <typename Launch>
-static Timing time_kernel(Launch launch, double min_ms, int batches) {
+static Timing time_kernel(Launch launch, const Options& o) {
     auto batch = [&](int launches) {
         double t0 = omp_get_wtime();
         for (int k = 0; k < launches; ++k) launch();
         return (omp_get_wtime() - t0) * 1e3;
     };
     launch();  // warm-up
-    int launches = 1;
-    for (double ms = batch(1); ms < min_ms && launches < (1 << 20);) {
-        launches = int(std::min<double>(launches * std::max(2.0, 1.2 * min_ms / std::max(ms, 1e-3)), 1 << 20));
-        ms = batch(launches);
-    }
-    std::vector<double> per;
-    for (int b = 0; b < batches; ++b) per.push_back(batch(launches) / launches);
-    std::sort(per.begin(), per.end());
-    return {per[per.size() / 2], per.front(), launches};
+    return time_batches(batch, o);
 }
 
 static std::string cpuinfo(const char* key) {
@@ -128,25 +115,11 @@ static size_t mem_available() {
 }
 
 int main(int argc, char** argv) {
-    size_t only = 0;
-    double min_ms = 50.0;
-    int batches = 5;
-    for (int a = 1; a + 1 < argc; a += 2) {
-        if (!std::strcmp(argv[a], "--size")) only = std::strtoull(argv[a + 1], nullptr, 10);
-        else if (!std::strcmp(argv[a], "--min-ms")) min_ms = std::atof(argv[a + 1]);
-        else if (!std::strcmp(argv[a], "--batches")) batches = std::atoi(argv[a + 1]);
-        else { std::fprintf(stderr, "unknown option %s\n", argv[a]); return 1; }
-    }
+    Options o{0, 50.0, 5};
+    if (!parse_options(argc, argv, o)) return 1;
     const size_t cap = std::min<size_t>(1700000000, mem_available() / 4);
-    std::vector<size_t> sizes;
-    if (only) sizes.push_back(only);
-    else {
-        for (size_t s = 76 * 1024; s <= std::min(cap, (size_t(1) << 30) + (size_t(1) << 29)); s *= 2) sizes.push_back(s);
-        if (sizes.empty() || sizes.back() < cap) sizes.push_back(cap);
-    }
-    const size_t align = VEC * UNROLL * 4;
-    size_t biggest = 0;
-    for (size_t& s : sizes) { s = std::max(align, s / align * align); biggest = std::max(biggest, s); }
+    const std::vector<size_t> sizes = sweep_sizes(o.only, cap, VEC * UNROLL * 4);
+    const size_t biggest = *std::max_element(sizes.begin(), sizes.end());
     if (2 * biggest > mem_available()) {
         std::fprintf(stderr, "--size %zu needs %zu bytes; %zu are available\n", biggest, 2 * biggest, mem_available());
         return 1;
@@ -157,28 +130,17 @@ int main(int argc, char** argv) {
 #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < biggest / 4; ++i) a[i] = b[i] = 1.f;  // first touch by the threads that use it
 
-    std::printf("{\"schema\": 1, \"program\": \"bandwidth\", \"api\": \"openmp\",\n");
-    std::printf(" \"device\": {\"name\": \"%s\", \"compute_units\": %d, \"clock_mhz\": %d, "
-                "\"memory_clock_mhz\": 0, \"memory_bus_bits\": 0, \"memory_bytes\": %zu},\n",
-                cpuinfo("model name").c_str(), omp_get_max_threads(), std::atoi(cpuinfo("cpu MHz").c_str()),
-                mem_available());
-    std::printf(" \"config\": {\"nontemporal\": %s, \"unroll\": %d, \"vector_bytes\": %d, \"block\": 0, "
-                "\"grid_ro\": %d, \"grid_rw\": %d, \"min_ms\": %g, \"batches\": %d},\n",
-                NONTEMPORAL ? "true" : "false", UNROLL, VEC * 4, omp_get_max_threads(), omp_get_max_threads(),
-                min_ms, batches);
-    std::printf(" \"rows\": [");
+    const std::string name = cpuinfo("model name");
+    const int threads = omp_get_max_threads();
+    const Device d{name.c_str(), threads, std::atoi(cpuinfo("cpu MHz").c_str()), 0, 0, mem_available()};
+    print_header("openmp", d, Config{NONTEMPORAL != 0, UNROLL, VEC * 4, 0, threads, threads}, o);
     for (size_t k = 0; k < sizes.size(); ++k) {
         const size_t bytes = sizes[k], n = bytes / 4;
-        Timing ro = time_kernel([&] { read_only(a, n); }, min_ms, batches);
-        Timing rw = time_kernel([&] { copy(a, b, n); }, min_ms, batches);
-        std::printf("%s\n  {\"bytes\": %zu, \"ro_ms\": %.6g, \"rw_ms\": %.6g, \"ro_gbs\": %.6g, \"rw_gbs\": %.6g, "
-                    "\"ro_gbs_best\": %.6g, \"rw_gbs_best\": %.6g, \"launches\": [%d, %d]}",
-                    k ? "," : "", bytes, ro.median_ms, rw.median_ms, bytes / ro.median_ms / 1e6,
-                    2.0 * bytes / rw.median_ms / 1e6, bytes / ro.best_ms / 1e6, 2.0 * bytes / rw.best_ms / 1e6,
-                    ro.launches, rw.launches);
-        std::fflush(stdout);
+        Timing ro = time_kernel([&] { read_only(a, n); }, o);
+        Timing rw = time_kernel([&] { copy(a, b, n); }, o);
+        print_row(k == 0, bytes, ro, rw);
     }
-    std::printf("\n ]}\n");
+    print_end();
     std::free(a);
     std::free(b);
     return 0;

@@ -8,12 +8,7 @@
 // stores as streaming (non-temporal). Prints one JSON document on stdout.
 //
 //   bandwidth_gpu [--size BYTES] [--min-ms MS] [--batches N]   (no --size: the sweep)
-#include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <string>
-#include <vector>
+#include "bandwidth_common.h"
 
 #if defined(__HIPCC__) || defined(__HIP_PLATFORM_AMD__)
 #include <hip/hip_runtime.h>
@@ -117,12 +112,9 @@ __global__ void fill(float4* a, size_t n) {
         a[i] = make_float4(1.f, 1.f, 1.f, 1.f);
 }
 
-struct Timing { double median_ms, best_ms; int launches; };
-
-// Launches per batch grow until a batch takes at least min_ms; the median and best of
-// `batches` batches, per launch.
+// Launches of one kernel, timed with events on the default stream.
 template <typename Launch>
-static Timing time_kernel(Launch launch, double min_ms, int batches) {
+static Timing time_kernel(Launch launch, const Options& o) {
     GPU(Event_t) start, stop;
     CHECK(GPU(EventCreate)(&start));
     CHECK(GPU(EventCreate)(&stop));
@@ -137,29 +129,15 @@ static Timing time_kernel(Launch launch, double min_ms, int batches) {
     };
     launch();  // warm-up
     CHECK(GPU(DeviceSynchronize)());
-    int launches = 1;
-    for (double ms = batch(1); ms < min_ms && launches < (1 << 20);) {
-        launches = int(std::min<double>(launches * std::max(2.0, 1.2 * min_ms / std::max(ms, 1e-3)), 1 << 20));
-        ms = batch(launches);
-    }
-    std::vector<double> per;
-    for (int b = 0; b < batches; ++b) per.push_back(batch(launches) / launches);
-    std::sort(per.begin(), per.end());
+    Timing t = time_batches(batch, o);
     CHECK(GPU(EventDestroy)(start));
     CHECK(GPU(EventDestroy)(stop));
-    return {per[per.size() / 2], per.front(), launches};
+    return t;
 }
 
 int main(int argc, char** argv) {
-    size_t only = 0;
-    double min_ms = 20.0;
-    int batches = 7;
-    for (int a = 1; a + 1 < argc; a += 2) {
-        if (!std::strcmp(argv[a], "--size")) only = std::strtoull(argv[a + 1], nullptr, 10);
-        else if (!std::strcmp(argv[a], "--min-ms")) min_ms = std::atof(argv[a + 1]);
-        else if (!std::strcmp(argv[a], "--batches")) batches = std::atoi(argv[a + 1]);
-        else { std::fprintf(stderr, "unknown option %s\n", argv[a]); return 1; }
-    }
+    Options o{0, 20.0, 7};
+    if (!parse_options(argc, argv, o)) return 1;
     int device = 0;
     CHECK(GPU(GetDevice)(&device));
     DEVICE_PROP prop;
@@ -174,14 +152,8 @@ int main(int argc, char** argv) {
     const int cus = prop.multiProcessorCount;
     const int grid_ro = cus * std::max(per_cu_ro, 1), grid_rw = cus * std::max(per_cu_rw, 1);
 
-    std::vector<size_t> sizes;
-    if (only) sizes.push_back(only);
-    else {
-        for (size_t s = 76 * 1024; s <= (size_t(1) << 30) + (size_t(1) << 29); s *= 2) sizes.push_back(s);
-        sizes.push_back(1700000000);
-    }
-    size_t biggest = 0;
-    for (size_t& s : sizes) { s = std::max<size_t>(16, s / 16 * 16); biggest = std::max(biggest, s); }
+    const std::vector<size_t> sizes = sweep_sizes(o.only, 1700000000, 16);
+    const size_t biggest = *std::max_element(sizes.begin(), sizes.end());
     float4 *a = nullptr, *b = nullptr;
     float* sink = nullptr;
     CHECK(GPU(Malloc)(&a, biggest));
@@ -191,27 +163,16 @@ int main(int argc, char** argv) {
     fill<<<cus * 4, 256>>>(b, biggest / 16);
     CHECK(GPU(DeviceSynchronize)());
 
-    std::printf("{\"schema\": 1, \"program\": \"bandwidth\", \"api\": \"%s\",\n", GPU_API);
-    std::printf(" \"device\": {\"name\": \"%s\", \"compute_units\": %d, \"clock_mhz\": %d, "
-                "\"memory_clock_mhz\": %d, \"memory_bus_bits\": %d, \"memory_bytes\": %zu},\n",
-                prop.name, cus, clock_khz / 1000, mem_clock_khz / 1000, bus_bits, size_t(prop.totalGlobalMem));
-    std::printf(" \"config\": {\"nontemporal\": %s, \"unroll\": %d, \"vector_bytes\": 16, \"block\": %d, "
-                "\"grid_ro\": %d, \"grid_rw\": %d, \"min_ms\": %g, \"batches\": %d},\n",
-                NONTEMPORAL ? "true" : "false", UNROLL, BLOCK, grid_ro, grid_rw, min_ms, batches);
-    std::printf(" \"rows\": [");
+    const Device d{prop.name, cus, clock_khz / 1000, mem_clock_khz / 1000, bus_bits, size_t(prop.totalGlobalMem)};
+    print_header(GPU_API, d, Config{NONTEMPORAL != 0, UNROLL, 16, BLOCK, grid_ro, grid_rw}, o);
     for (size_t k = 0; k < sizes.size(); ++k) {
         const size_t bytes = sizes[k], n = bytes / 16;
-        Timing ro = time_kernel([&] { read_only<<<grid_ro, BLOCK>>>(a, n, sink); }, min_ms, batches);
-        Timing rw = time_kernel([&] { copy<<<grid_rw, BLOCK>>>(a, b, n); }, min_ms, batches);
+        Timing ro = time_kernel([&] { read_only<<<grid_ro, BLOCK>>>(a, n, sink); }, o);
+        Timing rw = time_kernel([&] { copy<<<grid_rw, BLOCK>>>(a, b, n); }, o);
         CHECK(GPU(GetLastError)());
-        std::printf("%s\n  {\"bytes\": %zu, \"ro_ms\": %.6g, \"rw_ms\": %.6g, \"ro_gbs\": %.6g, \"rw_gbs\": %.6g, "
-                    "\"ro_gbs_best\": %.6g, \"rw_gbs_best\": %.6g, \"launches\": [%d, %d]}",
-                    k ? "," : "", bytes, ro.median_ms, rw.median_ms, bytes / ro.median_ms / 1e6,
-                    2.0 * bytes / rw.median_ms / 1e6, bytes / ro.best_ms / 1e6, 2.0 * bytes / rw.best_ms / 1e6,
-                    ro.launches, rw.launches);
-        std::fflush(stdout);
+        print_row(k == 0, bytes, ro, rw);
     }
-    std::printf("\n ]}\n");
+    print_end();
     CHECK(GPU(Free)(a));
     CHECK(GPU(Free)(b));
     CHECK(GPU(Free)(sink));
