@@ -85,6 +85,30 @@ def bench(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON, default=False)
+def bisect(session: nox.Session) -> None:
+    """`nox -s bisect -- --good <commit> --bad <commit> [--system S] [--category C]`."""
+    _orchestrator(session, "bisect")
+
+
+@nox.session(python=PYTHON, default=False)
+def history(session: nox.Session) -> None:
+    """`nox -s history -- --system S [--category C] [--last N]`: a metric over LLVM commits."""
+    _orchestrator(session, "history")
+
+
+@nox.session(python=PYTHON, default=False)
+def report(session: nox.Session) -> None:
+    """`nox -s report -- --html report.html`: trends, the latest verdict, bisects; offline."""
+    _orchestrator(session, "report")
+
+
+@nox.session(python=PYTHON, default=False)
+def db(session: nox.Session) -> None:
+    """`nox -s db -- import | info`: the results database (SQLite, or ORCH_DATABASE_URL)."""
+    _orchestrator(session, "db")
+
+
+@nox.session(python=PYTHON, default=False)
 def rebuild(session: nox.Session) -> None:
     """`nox -s rebuild -- <image tag | lockfile>`: build again, compare files (sha256)."""
     _orchestrator(session, "rebuild")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from benchmarks import bench_builds, bench_loop, bench_parse, bench_runs, bench_stats
+from benchmarks import bench_builds, bench_db, bench_loop, bench_parse, bench_runs, bench_stats
 
 for title, table in bench_stats.main():
     print(title)
@@ -13,6 +13,9 @@ for title, table in bench_stats.main():
     else:
         print("\n".join(str(line) for line in table))
     print()
+print("Results database (targets: ingest of 10,000 runs ≤ 10 s, history ≤ 0.5 s)")
+print(tabulate(bench_db.main(), headers="keys"))
+print()
 print("Parsing (target ≤ 3 s for 1,000,000 rows)")
 print(tabulate(bench_parse.main(), headers="keys"))
 print()

@@ -294,3 +294,29 @@ def rocm_stable(engine: Any, rocm_settings: Any) -> Any:
     from orchestrator.images.gromacs import build_gromacs
 
     return build_ours(engine, build_gromacs, rocm_settings, "stable")
+
+
+@pytest.fixture
+def chromium() -> Iterator[Any]:
+    """Debian's headless Chromium under chromedriver, names resolving nowhere."""
+    binary, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
+    if binary is None or driver_path is None:
+        message = "Debian's chromium and chromium-driver are not installed"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message + ": .ci/setup-host installs them; the browser test must run in CI")
+        pytest.skip(message)
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = binary
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--window-size=1400,2000", "--host-resolver-rules=MAP * ~NOTFOUND",
+                "--allow-file-access-from-files"):  # fmt: skip
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()

@@ -13,6 +13,7 @@ from orchestrator.core import engine as engine_mod
 from orchestrator.core.errors import UserError
 from orchestrator.images import kernels
 from orchestrator.results.report import kernel_run_text, render
+from orchestrator.runs.database import Database, runs
 from orchestrator.runs.runner import RunRequest, execute, plan_run
 from orchestrator.workflows.bench import BenchRequest, bench
 
@@ -37,6 +38,10 @@ def test_bandwidth_runs_in_the_stable_image_with_its_compiler(
     assert labels["gmxbench.kind"] == "kernels"
     assert labels["gmxbench.compiler"] == stable_image.compiler  # the build's own compiler
     assert "ro_peak" in kernel_run_text(result)
+    db = Database.of(cpu_settings)  # recorded in the results database as it ended
+    row = db.query(runs.select().where(runs.c.run_id == result.run_id))[0]
+    assert row.state == "finished" and row.headline_value == result.metrics["ro_peak"].value
+    assert row.image_id == plan.image_id and row.kind == "kernel"
     started = time.monotonic()  # the kernel image is keyed by its inputs: found, not rebuilt
     again = kernels.ensure(engine, cpu_settings, stable_image.tag, "bandwidth")
     assert again.id == plan.image_id and time.monotonic() - started < 10

@@ -24,9 +24,14 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-#: runs/kernels/ holds programs that run inside kernel images (Kernel Tuner, numpy there).
-PROGRAMS = PACKAGE / "runs" / "kernels"
-MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py")) if PROGRAMS not in p.parents}
+#: runs/kernels/ holds programs that run inside kernel images (Kernel Tuner, numpy there);
+#: runs/migrations/ holds Alembic's scripts, which Alembic loads (they import nothing of ours).
+NOT_MODULES = (PACKAGE / "runs" / "kernels", PACKAGE / "runs" / "migrations")
+MODULES = {
+    _module_name(p): p
+    for p in sorted(PACKAGE.rglob("*.py"))
+    if not any(top in p.parents for top in NOT_MODULES)
+}
 
 
 def _imports(name: str) -> set[str]:

@@ -215,3 +215,27 @@ def test_spreads_and_model_fields() -> None:
 def test_stricter_alpha_needs_more_repeats() -> None:
     v = stats.compare_samples(BASE[:4], SHIFTED[:4], higher_is_better=True, alpha=0.01)
     assert not v.testable and "--repeats 5" in v.note
+
+
+def test_selected_order_statistics_equal_the_sorted_ones() -> None:
+    """The ratio CI of large groups selects its bounds instead of sorting n_a * n_b ratios."""
+    import math
+    import random
+
+    from orchestrator.results.stats import kth_difference
+
+    rng = random.Random(3)
+    for n_a, n_b in ((1, 1), (3, 7), (60, 90), (200, 200)):
+        la = sorted(rng.gauss(0, 1) for _ in range(n_a))
+        lb = sorted(rng.choice((0.5, 1.0, rng.gauss(0, 1))) for _ in range(n_b))  # with ties
+        diffs = sorted(y - x for x in la for y in lb)
+        for k in {1, 2, len(diffs) // 3, len(diffs) // 2, len(diffs)} & set(
+            range(1, len(diffs) + 1)
+        ):
+            assert math.isclose(kth_difference(la, lb, k), diffs[k - 1], abs_tol=1e-12)
+    a = [rng.lognormvariate(0, 0.1) for _ in range(150)]
+    b = [rng.lognormvariate(0.05, 0.1) for _ in range(150)]
+    low, high = stats.ratio_ci(a, b) or (0, 0)
+    logs = sorted(math.log(y) - math.log(x) for x in a for y in b)
+    k = stats._cut(len(a), len(b), 0.05)
+    assert math.isclose(low, math.exp(logs[k - 1])) and math.isclose(high, math.exp(logs[-k]))

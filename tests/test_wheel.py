@@ -104,3 +104,11 @@ def test_installed_lists_shipped_and_own_recipes(installed: Path, tmp_path: Path
 def test_installed_bench_help(installed: Path, tmp_path: Path) -> None:
     out = _gmxbench(installed, "bench", "--help", cwd=tmp_path).stdout
     assert "--llvm" in out and "--repeats" in out
+
+
+def test_installed_creates_and_migrates_the_results_database(
+    installed: Path, tmp_path: Path
+) -> None:
+    """Alembic's scripts are package data: a fresh install makes the database at head."""
+    out = _gmxbench(installed, "db", "info", cwd=tmp_path, ORCH_RESULTS_DIR=str(tmp_path)).stdout
+    assert "schema 0002, 0 runs" in out and (tmp_path / "runs.sqlite").is_file()

@@ -1,18 +1,27 @@
-"""Result commands: `compare`, `codegen diff`."""
+"""Result commands: `compare`, `codegen diff`, `db`, `history`, `report --html`."""
 
 from __future__ import annotations
 
 import argparse
 import re
+from datetime import UTC, datetime
+from pathlib import Path
 
 from orchestrator.cli.common import Commands, verdict_options
 from orchestrator.cli.console import Console
 from orchestrator.core import engine
-from orchestrator.core.errors import UsageError
+from orchestrator.core.errors import UsageError, UserError
+from orchestrator.core.events import Caution
+from orchestrator.core.files import write_atomic
 from orchestrator.core.settings import Settings
+from orchestrator.parsers.categories import CATEGORIES
+from orchestrator.results import history as hist
 from orchestrator.results.codegen_diff import render as codegen_report
+from orchestrator.results.compare import Comparison
+from orchestrator.results.html import render_html
 from orchestrator.results.judge import compare_groups
-from orchestrator.results.report import render, webhook_text
+from orchestrator.results.report import history_text, render, webhook_text
+from orchestrator.runs.database import Database, import_runs, shown
 from orchestrator.runs.store import RunStore
 from orchestrator.workflows import codegen
 
@@ -37,6 +46,26 @@ def register(sub: Commands) -> None:
     v.add_argument("--limit", type=int, default=40, help="changed kernels listed at most")
     v.add_argument("--format", choices=["simple", "markdown"], default="simple")
     v.set_defaults(handler=codegen_diff)
+
+    p = sub.add_parser("db", help="the results database: import run directories, show where")
+    verbs = p.add_subparsers(dest="verb", required=True, metavar="verb")
+    verbs.add_parser("import", help="index every ended run directory (idempotent)")
+    verbs.add_parser("info", help="which database, its schema revision and its runs")
+    p.set_defaults(handler=database)
+
+    p = sub.add_parser("history", help="a metric over LLVM commits, with the change points")
+    p.add_argument("--system", required=True, help="recipe system, as the runs name it")
+    p.add_argument("--category", dest="metric", help="ns/day (default), a category or a metric")
+    p.add_argument("--kernel", help="one kernel's (or cycle row's) time instead")
+    p.add_argument("--last", type=int, help="only the newest N builds")
+    verdict_options(p)
+    p.set_defaults(handler=show_history)
+
+    p = sub.add_parser("report", help="one self-contained HTML page: trends, verdict, bisects")
+    p.add_argument("--html", type=Path, required=True, help="file to write")
+    p.add_argument("--system", action="append", help="only these systems (repeatable)")
+    p.add_argument("--last", type=int, help="only the newest N builds per chart")
+    p.set_defaults(handler=html_report)
 
 
 def compare(args: argparse.Namespace, settings: Settings, console: Console) -> int:
@@ -69,3 +98,63 @@ def codegen_diff(args: argparse.Namespace, settings: Settings, console: Console)
         for text in codegen.kernel_asm_diffs(client, settings, a, b, result, args.kernel):
             print(text, end="")
     return 0
+
+
+def database(args: argparse.Namespace, settings: Settings, console: Console) -> int:
+    db = Database.of(settings)
+    if args.verb == "import":
+        done = import_runs(db, RunStore(settings.results_dir))
+        print(f"{done.written} runs indexed in {shown(db.url)}")
+        for line in done.left_out:
+            print(f"left out {line}")
+    else:
+        db.migrate()
+        print(f"{shown(db.url)}: schema {db.revision()}, {db.count()} runs")
+    return 0
+
+
+def show_history(args: argparse.Namespace, settings: Settings, console: Console) -> int:
+    series = hist.load_series(
+        Database.of(settings), args.system, args.metric, kernel=args.kernel, last=args.last,
+        llvm_source=settings.llvm_source, threshold_pct=args.threshold_pct, alpha=args.alpha,
+    )  # fmt: skip
+    print(history_text(series, args.format), end="")
+    return 0
+
+
+def html_report(args: argparse.Namespace, settings: Settings, console: Console) -> int:
+    db = Database.of(settings)
+    series = []
+    for system in args.system or hist.systems(db):
+        first = hist.load_series(db, system, last=args.last, llvm_source=settings.llvm_source)
+        series.append(first)
+        for category in CATEGORIES if first.metric == hist.NS_PER_DAY else ():
+            try:
+                series.append(hist.load_series(
+                    db, system, category, last=args.last, llvm_source=settings.llvm_source
+                ))  # fmt: skip
+            except UsageError:  # no run of this system measured the category
+                continue
+    page = render_html(
+        series, verdict=_latest_verdict(db, settings, console), bisects=hist.load_bisects(db),
+        generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    )  # fmt: skip
+    write_atomic(args.html, page)
+    print(f"wrote {args.html} ({len(series)} charts)")
+    return 0
+
+
+def _latest_verdict(db: Database, settings: Settings, console: Console) -> Comparison | None:
+    """The newest bench's verdict, judged again from its run directories (when here)."""
+    groups = hist.latest_bench(db)
+    if groups is None:
+        return None
+    runs = RunStore(settings.results_dir)
+    try:
+        return compare_groups(
+            runs.finished(groups[0], console), runs.finished(groups[1], console),
+            paired=True, store=runs,
+        )  # fmt: skip
+    except UserError as exc:
+        console(Caution(f"the latest bench's verdict is left out: {exc.message}"))
+        return None

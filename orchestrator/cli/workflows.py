@@ -1,4 +1,4 @@
-"""Workflow commands: `bench`, `rebuild`, `share`."""
+"""Workflow commands: `bench`, `bisect`, `rebuild`, `share`."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from orchestrator.cli.console import Console
 from orchestrator.core import engine
 from orchestrator.core.events import Step
 from orchestrator.core.settings import Settings
-from orchestrator.results.report import render, webhook_text
+from orchestrator.results.report import bisect_text, render, webhook_text
 from orchestrator.workflows import share as sharing
 from orchestrator.workflows.bench import BenchRequest, bench
+from orchestrator.workflows.bisect import BisectRequest, bisect
 from orchestrator.workflows.rebuild import rebuild, summary
 
 BENCH_FIELDS = {f.name for f in dataclasses.fields(BenchRequest)}
@@ -40,6 +41,17 @@ def register(sub: Commands) -> None:
     p.add_argument("--no-gmx-rebuild", action="store_true")
     verdict_options(p)
     p.set_defaults(handler=run_bench, mdrun_args=[])
+
+    p = sub.add_parser("bisect", help="find the LLVM commit that made a metric slower")
+    p.add_argument("--good", required=True, help="an LLVM commit that is not slower")
+    p.add_argument("--bad", required=True, help="a later LLVM commit that is slower")
+    p.add_argument("--system", default=None, help="recipe system (a kernel recipe builds fastest)")
+    p.add_argument("--category", dest="metric", help="ns/day, a category or a recipe metric")
+    p.add_argument("--repeats", default="5", help="interleaved pairs per step (twice if undecided)")
+    p.add_argument("--steps", type=int, default=None)
+    p.add_argument("--cpu-only", action="store_true", help="GPU builds on the host CPU only")
+    verdict_options(p)
+    p.set_defaults(handler=run_bisect)
 
     p = sub.add_parser(
         "rebuild", help="rebuild an image from its lockfile; compare its files with the original"
@@ -68,6 +80,18 @@ def run_bench(args: argparse.Namespace, settings: Settings, console: Console) ->
     console.notifier.post(webhook_text(cmp), {"headline": cmp.headline})
     console(Step(f"done: {outcome.timing()}"))
     return 0
+
+
+def run_bisect(args: argparse.Namespace, settings: Settings, console: Console) -> int:
+    repeats = int(args.repeats) if args.repeats.isdigit() else args.repeats
+    request = BisectRequest(
+        good=args.good, bad=args.bad, system=args.system, metric=args.metric, repeats=repeats,
+        steps=args.steps, cpu_only=args.cpu_only, threshold_pct=args.threshold_pct,
+        alpha=args.alpha,
+    )  # fmt: skip
+    found = bisect(engine.connect(), settings, request, console)
+    print(bisect_text(found, args.format), end="")
+    return 0 if found.first_bad or not found.steps or found.steps[0].verdict != "bad" else 1
 
 
 def run_rebuild(args: argparse.Namespace, settings: Settings, console: Console) -> int:

@@ -211,13 +211,17 @@ def build(
         )  # fmt: skip
     except _BuildError as exc:
         failure.tail = list(tail)
-        raise UserError(_failure_message(what, failure, str(exc))) from None
+        raise BuildFailed(_failure_message(what, failure, str(exc))) from None
     emit(Message(f"built {what} as {image_id[:19]} in {time.monotonic() - started:.1f} s"))
     return image_id
 
 
 class _BuildError(Exception):
     """The engine's reason a build failed; `build` adds the step and the log tail."""
+
+
+class BuildFailed(UserError):
+    """A Dockerfile step failed: the inputs do not build (a bisect skips such a commit)."""
 
 
 def _build_api(

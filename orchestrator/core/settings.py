@@ -132,6 +132,11 @@ class Settings(BaseSettings):
     )
     jobs: int = Field(default_factory=lambda: os.cpu_count() or 2, ge=1)
     webhook_url: SecretStr | None = Field(None, description="secret: never printed or stored")
+    database_url: SecretStr | None = Field(
+        None,
+        description="results database (postgresql://…); default: SQLite in the results folder. "
+        "Secret: may hold a password",
+    )
     webhook_format: Literal["discord", "json"] = "discord"
     debian_mirror: str = Field(
         "http://deb.debian.org/debian", description="mirror for `orchestrator base`"
@@ -201,8 +206,9 @@ class Settings(BaseSettings):
 
     def public_dump(self) -> dict[str, Any]:
         """Settings as shown to users and stored in records: the webhook only as set/unset."""
-        data = self.model_dump(mode="json", exclude={"webhook_url"})
+        data = self.model_dump(mode="json", exclude={"webhook_url", "database_url"})
         data["webhook_url"] = "<set>" if self.webhook_url else None
+        data["database_url"] = "<set>" if self.database_url else None
         return data
 
 
@@ -224,7 +230,7 @@ def load_settings(**overrides: Any) -> Settings:
         for err in exc.errors(include_url=False):
             name = _env_name(tuple(err["loc"]))
             given = err.get("input")
-            secret = err["loc"][:1] == ("webhook_url",)
+            secret = err["loc"][:1] in (("webhook_url",), ("database_url",))
             shown = "" if secret or isinstance(given, dict) else f" (got {given!r})"
             msg = str(err["msg"]).removeprefix("Value error, ")
             if err["type"] == "extra_forbidden":

@@ -51,7 +51,7 @@ def display_source(source: str) -> str:
     return re.sub(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", r"\1", source, flags=re.IGNORECASE)
 
 
-def _git(
+def git(
     args: list[str], cwd: Path | None = None, check: bool = True
 ) -> subprocess.CompletedProcess[bytes]:
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "LC_ALL": "C"}
@@ -83,7 +83,7 @@ def _checkout(path: Path, shown: str) -> Path:
             f"LLVM source {shown} does not exist. Set llvm_source (ORCH_LLVM_SOURCE) to an "
             "llvm-project checkout or a git URL."
         )
-    result = _git(["rev-parse", "--show-toplevel"], cwd=path, check=False)
+    result = git(["rev-parse", "--show-toplevel"], cwd=path, check=False)
     if result.returncode != 0:
         raise UsageError(
             f"LLVM source {shown} is not a git repository ({_last_line(result.stderr)}). "
@@ -122,17 +122,17 @@ def resolve_commit(source: str, rev: str) -> ResolvedCommit:
 
 def _working_tree(path: Path, shown: str) -> ResolvedCommit:
     top = _checkout(path, shown)
-    head = _git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], cwd=top, check=False)
+    head = git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], cwd=top, check=False)
     if head.returncode != 0:
         raise UsageError(f"The checkout {top} has no commits yet; commit something first.")
     full = head.stdout.decode().strip()
-    status = _git(["status", "--porcelain", "--untracked-files=no"], cwd=top)
+    status = git(["status", "--porcelain", "--untracked-files=no"], cwd=top)
     dirty = bool(status.stdout.strip())
     return _make(str(top), full, _short(top, full), dirty, diff_digest(top) if dirty else None)
 
 
 def _short(top: Path, full: str) -> str:
-    result = _git(["rev-parse", f"--short={SHORT}", full], cwd=top)
+    result = git(["rev-parse", f"--short={SHORT}", full], cwd=top)
     return result.stdout.decode().strip()
 
 
@@ -158,9 +158,9 @@ def _make(
 
 
 def _local(top: Path, source: str, rev: str) -> ResolvedCommit:
-    result = _git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], cwd=top, check=False)
+    result = git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], cwd=top, check=False)
     if result.returncode != 0:
-        probe = _git(["rev-parse", "--verify", f"{rev}^{{commit}}"], cwd=top, check=False)
+        probe = git(["rev-parse", "--verify", f"{rev}^{{commit}}"], cwd=top, check=False)
         detail = _last_line(probe.stderr)
         hint = (
             "Give more characters of the hash."
@@ -170,7 +170,7 @@ def _local(top: Path, source: str, rev: str) -> ResolvedCommit:
         raise UsageError(f"Commit {rev!r} is not in the LLVM repository {top} ({detail}). {hint}")
     full = result.stdout.decode().strip()
     ref = None
-    named = _git(["rev-parse", "--symbolic-full-name", rev], cwd=top, check=False)
+    named = git(["rev-parse", "--symbolic-full-name", rev], cwd=top, check=False)
     if named.returncode == 0 and named.stdout.strip():
         ref = named.stdout.decode().strip().splitlines()[0]
     return _make(str(top), full, _short(top, full), ref=ref)
@@ -178,7 +178,7 @@ def _local(top: Path, source: str, rev: str) -> ResolvedCommit:
 
 def _remote(url: str, rev: str) -> ResolvedCommit:
     shown = display_source(url)
-    result = _git(["ls-remote", url], check=False)
+    result = git(["ls-remote", url], check=False)
     if result.returncode != 0:
         raise UsageError(
             f"Cannot list the LLVM repository {shown} "
@@ -218,7 +218,7 @@ def _remote(url: str, rev: str) -> ResolvedCommit:
 def diff_digest(path: Path | str) -> str | None:
     """sha256 of `git diff HEAD` (tracked files) when the tree is dirty, else None."""
     top = _checkout(Path(path).expanduser(), str(path))
-    diff = _git(["diff", "HEAD", "--no-ext-diff", "--no-color", "--binary"], cwd=top)
+    diff = git(["diff", "HEAD", "--no-ext-diff", "--no-color", "--binary"], cwd=top)
     if not diff.stdout:
         return None
     return hashlib.sha256(diff.stdout).hexdigest()

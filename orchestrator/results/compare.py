@@ -298,7 +298,9 @@ def kernel_verdicts(
     )  # fmt: skip
 
 
-def adjust_for_many_categories(verdicts: dict[str, Verdict], alpha: float) -> dict[str, Verdict]:
+def adjust_for_many_categories(
+    verdicts: dict[str, Verdict], alpha: float, what: str = "categories"
+) -> dict[str, Verdict]:
     """Benjamini–Hochberg across categories: seven tests at 5% would cry wolf too often.
 
     A category keeps its verdict only if its p-value survives the step-up procedure
@@ -319,7 +321,7 @@ def adjust_for_many_categories(verdicts: dict[str, Verdict], alpha: float) -> di
         if v.significant and name not in keep:
             v = v.model_copy(update={
                 "significant": False, "improved": None, "marker": "•",
-                "note": f"{v.note}; not significant after correcting for {m} categories "
+                "note": f"{v.note}; not significant after correcting for {m} {what} "
                         f"(Benjamini–Hochberg)",
             })  # fmt: skip
         out[name] = v

@@ -9,6 +9,7 @@ from tabulate import tabulate
 from orchestrator.parsers.kernelbench import parse_bytes
 from orchestrator.results.codegen_diff import summary_lines
 from orchestrator.results.compare import Comparison
+from orchestrator.results.history import Bisect, Series
 from orchestrator.results.stats import Verdict
 from orchestrator.runs.store import RunResult
 
@@ -110,15 +111,26 @@ def kernel_run_text(result: RunResult) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def render(cmp: Comparison, fmt: Format = "simple") -> str:
-    """The full report: headline, statistics, category table, kernel table and every caveat."""
-    style = "github" if fmt == "markdown" else "simple"
+def verdict_rows(cmp: Comparison) -> list[list[str]]:
+    """The table under HEADERS: headline, categories, metrics (text and HTML reports alike)."""
     headline = cmp.headline_name
     if headline != cmp.headline_unit:
         headline += f" ({cmp.headline_unit})"
     rows = [_row(headline, cmp.ns_per_day)]
     rows += [_row(_category(cmp, name), v) for name, v in cmp.categories.items()]
     rows += [_row(name, v) for name, v in cmp.metrics.items()]
+    return rows
+
+
+def kernel_rows(cmp: Comparison) -> list[list[str]]:
+    """The kernel table under HEADERS, names cut to KERNEL_NAME."""
+    return [_row(f"{_short(name)} (µs)", v) for name, v in cmp.kernels.items()]
+
+
+def render(cmp: Comparison, fmt: Format = "simple") -> str:
+    """The full report: headline, statistics, category table, kernel table and every caveat."""
+    style = "github" if fmt == "markdown" else "simple"
+    rows = verdict_rows(cmp)
     lines = [cmp.headline, cmp.stats_line]
     if cmp.noise_headline:
         lines.append("⚠ " + cmp.noise_headline + ":")
@@ -127,9 +139,8 @@ def render(cmp: Comparison, fmt: Format = "simple") -> str:
             lines.append(f"  … and {len(cmp.noise) - NOISE_LINES} more")
     lines += ["", tabulate(rows, headers=HEADERS, tablefmt=style), ""]
     if cmp.kernels:
-        kernel_rows = [_row(f"{_short(name)} (µs)", v) for name, v in cmp.kernels.items()]
         lines.append(f"top {len(cmp.kernels)} kernels, median call duration in each run:")
-        lines += [tabulate(kernel_rows, headers=HEADERS, tablefmt=style), ""]
+        lines += [tabulate(kernel_rows(cmp), headers=HEADERS, tablefmt=style), ""]
     lines += codegen_lines(cmp)
     lines += cmp.findings
     lines += [cmp.ceiling] if cmp.ceiling else []
@@ -168,3 +179,58 @@ def webhook_text(cmp: Comparison) -> str:
     if cmp.noise:
         lines.append(f"⚠ {len(cmp.noise)} of {cmp.runs} runs shared the machine: not to be trusted")
     return "\n".join(lines)
+
+
+def history_text(series: Series, fmt: Format = "simple") -> str:
+    """A metric over builds, oldest first; change points marked and listed below."""
+    better = "higher" if series.higher_is_better else "lower"
+    title = (
+        f"{series.system}: {series.metric} ({series.unit}, {better} is better), "
+        f"{len(series.points)} builds, ordered by {series.ordered_by}"
+    )
+    rows = []
+    for point in series.points:
+        change = point.change
+        rows.append([
+            f"{change.marker if change and point.flagged else '•'} {point.key}",
+            (point.commit_date or point.first_run)[:19],
+            point.runs,
+            f"{point.median:.4g}",
+            _range(point.low, point.high),
+            f"{change.delta_pct:+.2f}%" if change else "",
+            "n/a" if change is None or change.p_value is None else f"{change.p_value:.3g}",
+            ", ".join(point.hosts),
+        ])  # fmt: skip
+    headers = ["build", "date", "runs", "median", "range", "Δ% vs previous", "p", "host"]
+    table = tabulate(rows, headers=headers, tablefmt="github" if fmt == "markdown" else "simple")
+    found = [f"change point at {p.key}: {p.change.note}" for p in series.change_points if p.change]
+    return "\n".join([title, "", table, "", *(found or ["no change points"])]) + "\n"
+
+
+BISECT_HEADERS = ["step", "commit", "verdict", "Δ%", "p", "pairs", "why"]
+
+
+def bisect_rows(found: Bisect) -> list[list[object]]:
+    """One row a step under BISECT_HEADERS (text and HTML reports alike)."""
+    return [
+        [s.step, s.commit[:12], s.verdict,
+         "" if s.delta_pct is None else f"{s.delta_pct:+.2f}%",
+         "n/a" if s.p_value is None else f"{s.p_value:.3g}", s.pairs, s.note]
+        for s in found.steps
+    ]  # fmt: skip
+
+
+def bisect_text(found: Bisect, fmt: Format = "simple") -> str:
+    """Each step with its verdict, then the first bad commit (or why there is none)."""
+    style = "github" if fmt == "markdown" else "simple"
+    table = tabulate(bisect_rows(found), headers=BISECT_HEADERS, tablefmt=style)
+    end = (
+        f"first bad commit: {found.first_bad}"
+        if found.first_bad
+        else f"no first bad commit: {found.outcome}"
+    )
+    title = (
+        f"{found.bisect_id}: {found.metric} on {found.system}, good {found.good[:12]}, "
+        f"bad {found.bad[:12]}"
+    )
+    return "\n".join([title, "", table, "", end]) + "\n"

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from bisect import bisect_left
 from collections.abc import Sequence
 from fractions import Fraction
 from functools import lru_cache
@@ -51,6 +52,8 @@ EXACT_MAX_N = 40
 Marker = Literal["🚀", "🐢", "•"]
 #: Power at which a "no change" states what it could have detected.
 POWER = 0.8
+#: Up to this many pairs `ratio_ci` sorts all differences; beyond, it selects (same result).
+PAIRS_SORTED = 4096
 
 
 def _check(values: Sequence[float], name: str) -> list[float]:
@@ -241,8 +244,31 @@ def ratio_ci(
     k = _cut(len(xa), len(xb), 1 - confidence)
     if k == 0:
         return None
-    diffs = sorted(math.log(y) - math.log(x) for x in xa for y in xb)
-    return math.exp(diffs[k - 1]), math.exp(diffs[len(diffs) - k])
+    la, lb = sorted(math.log(x) for x in xa), sorted(math.log(y) for y in xb)
+    if len(la) * len(lb) <= PAIRS_SORTED:
+        diffs = sorted([y - x for x in la for y in lb])
+        return math.exp(diffs[k - 1]), math.exp(diffs[len(diffs) - k])
+    low = kth_difference(la, lb, k)
+    high = -kth_difference(lb, la, k)  # the k-th largest of y - x: minus the k-th smallest x - y
+    return math.exp(low), math.exp(high)
+
+
+def kth_difference(la: Sequence[float], lb: Sequence[float], k: int) -> float:
+    """The k-th smallest (1-based) of all y - x (x in `la`, y in `lb`, both sorted), without
+    forming the n_a * n_b differences: bisect on the value, counting in O(n log n) per step,
+    then snap to the largest actual difference at or below the bound found."""
+    lo, hi = lb[0] - la[-1], lb[-1] - la[0]
+
+    def at_most(t: float) -> int:
+        return sum(len(la) - bisect_left(la, y - t) for y in lb)
+
+    while hi - lo > 1e-13 * max(1.0, abs(lo), abs(hi)):
+        mid = (lo + hi) / 2
+        if mid in (lo, hi):
+            break
+        lo, hi = (lo, mid) if at_most(mid) >= k else (mid, hi)
+    slack = 1e-12 * max(1.0, abs(hi))  # y - (y - hi) need not round back to hi
+    return max(y - la[i] for y in lb if (i := bisect_left(la, y - hi - slack)) < len(la))
 
 
 def min_detectable_pct(

@@ -31,7 +31,7 @@ from orchestrator.images.provenance import container_labels, label
 from orchestrator.parsers.mdlog import MdLog, parse_mdlog
 from orchestrator.platforms import active, get, host_cpu
 from orchestrator.platforms.base import Platform, ProfileMode
-from orchestrator.runs import kernel_runs, store
+from orchestrator.runs import database, kernel_runs, store
 from orchestrator.runs.hostinfo import HostInfo, NoiseSampler
 from orchestrator.runs.hostinfo import collect as collect_host
 from orchestrator.runs.inputs import fetch_inputs
@@ -305,6 +305,7 @@ def execute(client: Client, settings: Settings, plan: Plan, emit: Emit = ignore)
         elif (md := _fill_from_log(result, run_dir)) is not None and result.finished:
             _write_breakdown(result, plan, run_dir, md)
         runs.save(run_dir, result)
+    database.record_quietly(settings, run_dir, result, emit)
     tail = "" if result.finished else store.log_tail(run_dir)
     emit(RunEnded(f"{result.run_id} ended", result, tail))
     if stopped is not None:

@@ -1,0 +1,257 @@
+"""`bisect`: which LLVM commit made a metric slower, by `git bisect` and the bench's verdicts.
+
+Git chooses the commits (in a worktree of `ORCH_LLVM_SOURCE` made without checking files
+out, so the user's checkout and any bisect of their own are untouched); each step is a
+`bench` of that commit against the good one (toolchain and binaries from the caches,
+interleaved pairs), and the verdict is read on the slowdown the bad end showed:
+
+- the bad end is measured first; unless it is slower beyond the threshold there is
+  nothing to bisect, and the bisect says so instead of chasing noise;
+- a step is *bad* when the interval of its slowdown lies above the geometric midpoint of
+  the good and bad ends, *good* when below it, and *untestable* otherwise: it is measured
+  again with twice the pairs, then skipped if still undecided;
+- a commit whose toolchain or binaries do not build is `git bisect skip`, not a verdict.
+
+Every step is written to the results database as it ends (`history`, `report --html`).
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sqlalchemy import update
+
+from orchestrator.core.engine import BuildFailed, Client
+from orchestrator.core.errors import UsageError, UserError
+from orchestrator.core.events import Emit, Message, Step, ignore
+from orchestrator.core.settings import Settings
+from orchestrator.images.gitsource import git, is_url
+from orchestrator.results.compare import Comparison
+from orchestrator.results.history import Bisect, BisectStep, BisectVerdict
+from orchestrator.results.stats import Verdict
+from orchestrator.runs.database import Database, bisect_steps, bisects, group_of
+from orchestrator.workflows.bench import BenchRequest, bench
+
+
+@dataclass
+class BisectRequest:
+    good: str
+    bad: str
+    system: str | None = None
+    #: ns/day, a category, or a kernel recipe's metric; None: the system's headline.
+    metric: str | None = None
+    repeats: int | str = 5
+    steps: int | None = None
+    cpu_only: bool = False
+    threshold_pct: float = 2.0
+    alpha: float = 0.05
+
+
+@dataclass
+class _Measured:
+    verdict: BisectVerdict
+    comparison: Comparison
+    measure: Verdict  # of the metric bisected
+    slowdown: float  # candidate over good, > 1 is slower
+
+
+def bisect(client: Client, settings: Settings, req: BisectRequest, emit: Emit = ignore) -> Bisect:
+    """Bisect `good..bad` in `settings.llvm_source`; every step lands in the database."""
+    source = _checkout(settings.llvm_source)
+    good, bad = _commit(source, req.good), _commit(source, req.bad)
+    if git(["merge-base", "--is-ancestor", good, bad], cwd=source, check=False).returncode:
+        raise UsageError(
+            f"--good {req.good} is not an ancestor of --bad {req.bad} in {source}: git bisect "
+            "needs the good commit in the bad one's history. Swap them, or pick the merge-base."
+        )
+    started = datetime.now(UTC)
+    record = Bisect(
+        bisect_id=f"bisect-{started:%Y%m%d-%H%M%S}-{good[:8]}-{bad[:8]}",
+        good=good, bad=bad, system=req.system or "", metric=req.metric or "",
+        started=started.isoformat(), outcome="running",
+    )  # fmt: skip
+    db = Database.of(settings)
+    _save(db, record)
+    try:
+        return _search(client, settings, req, record, source, db, emit)
+    except BaseException as exc:  # a failed run, the engine, Ctrl-C: the record says so
+        why = exc.message if isinstance(exc, UserError) else type(exc).__name__
+        _end(db, record, None, f"stopped: {why}")
+        raise
+
+
+def _search(
+    client: Client, settings: Settings, req: BisectRequest, record: Bisect, source: Path,
+    db: Database, emit: Emit,
+) -> Bisect:  # fmt: skip
+    good, bad = record.good, record.bad
+    emit(Step(f"{record.bisect_id}: is {bad[:12]} slower than {good[:12]}?"))
+    first = _measure(client, settings, req, record, bad, None, emit)
+    record.system = first.comparison.system
+    record.metric = req.metric or first.comparison.headline_name
+    _step(db, record, bad, first, "bad end")
+    if first.verdict != "bad" or first.slowdown <= 1:
+        return _end(db, record, None, f"{bad[:12]} is not slower than {good[:12]} "
+                    f"({first.measure.note}): nothing to bisect")  # fmt: skip
+    midpoint = math.sqrt(first.slowdown)
+    emit(Message(f"the bad end is {100 * (first.slowdown - 1):.1f}% slower; a step is bad above "
+                 f"{100 * (midpoint - 1):.1f}% (the geometric midpoint)"))  # fmt: skip
+    worktree = settings.cache_dir / "bisect" / record.bisect_id
+    worktree.parent.mkdir(parents=True, exist_ok=True)
+    git(["worktree", "add", "--detach", "--no-checkout", str(worktree), bad], cwd=source)
+    try:
+        _bisect_git(worktree, "bisect", "start", "--no-checkout", bad, good)
+        while True:
+            commit = _bisect_git(worktree, "rev-parse", "BISECT_HEAD").strip()
+            emit(Step(f"step {len(record.steps)}: {commit[:12]}"))
+            verdict = _classify(client, settings, req, record, commit, midpoint, db, emit)
+            out = _bisect_git(worktree, "bisect", verdict)
+            if "is the first bad commit" in out:
+                return _end(db, record, out.split()[0], "found")
+            if "only 'skip'ped commits left" in out:
+                left = [w for w in out.split() if len(w) == 40]
+                return _end(db, record, None, "only skipped commits left; the first bad is one "
+                            f"of {', '.join(c[:12] for c in left)}")  # fmt: skip
+    finally:
+        git(["bisect", "reset"], cwd=worktree, check=False)
+        git(["worktree", "remove", "--force", str(worktree)], cwd=source, check=False)
+        shutil.rmtree(worktree, ignore_errors=True)
+
+
+def _classify(
+    client: Client, settings: Settings, req: BisectRequest, record: Bisect, commit: str,
+    midpoint: float, db: Database, emit: Emit,
+) -> BisectVerdict:  # fmt: skip
+    """Good, bad or skip for one commit: measured, then measured again if undecided."""
+    for attempt, pairs in enumerate((req.repeats, _twice(req.repeats))):
+        try:
+            measured = _measure(client, settings, replace(req, repeats=pairs), record, commit,
+                                midpoint, emit)  # fmt: skip
+        except BuildFailed as exc:
+            _step(db, record, commit, None, f"does not build: {_first_error(exc.message)}")
+            return "skip"
+        if measured.verdict != "undecided":
+            _step(db, record, commit, measured, "")
+            return measured.verdict
+        if attempt == 1:
+            measured.verdict = "skip"
+        why = "measured again with twice the pairs" if attempt == 0 else "still undecided: skipped"
+        _step(db, record, commit, measured, why)
+    return "skip"
+
+
+def _measure(
+    client: Client, settings: Settings, req: BisectRequest, record: Bisect, commit: str,
+    midpoint: float | None, emit: Emit,
+) -> _Measured:  # fmt: skip
+    """A bench of `commit` against the good commit; `midpoint` None: is it slower at all."""
+    tag = f"{record.bisect_id.removeprefix('bisect-')}-s{len(record.steps)}"
+    outcome = bench(client, settings, BenchRequest(
+        llvm=commit, against_llvm=record.good, system=req.system, tag=tag, steps=req.steps,
+        repeats=req.repeats, cpu_only=req.cpu_only, threshold_pct=req.threshold_pct,
+        alpha=req.alpha,
+    ), emit)  # fmt: skip
+    cmp = outcome.comparison
+    v = _verdict(cmp, req.metric)
+    slowdown = _slowdown(v, v.candidate_median / v.baseline_median)
+    if midpoint is None:
+        return _Measured("bad" if v.marker == "🐢" else "good", cmp, v, slowdown)
+    if v.ci_low is None or v.ci_high is None:
+        return _Measured("undecided", cmp, v, slowdown)
+    low, high = sorted((_slowdown(v, v.ci_low), _slowdown(v, v.ci_high)))
+    verdict: BisectVerdict = "bad" if low > midpoint else "good" if high < midpoint else "undecided"
+    return _Measured(verdict, cmp, v, slowdown)
+
+
+def _slowdown(v: Verdict, ratio: float) -> float:
+    """Candidate over baseline as a slowdown: > 1 is slower, whichever way is better."""
+    return 1 / ratio if v.higher_is_better else ratio
+
+
+def _verdict(cmp: Comparison, metric: str | None) -> Verdict:
+    """The verdict on the metric bisected: the headline unless another is named."""
+    if metric in (None, cmp.headline_name):
+        return cmp.ns_per_day
+    found = cmp.categories.get(metric or "") or cmp.metrics.get(metric or "")
+    if found is None:
+        known = [cmp.headline_name, *cmp.categories, *cmp.metrics]
+        raise UsageError(
+            f"--category {metric}: the runs of {cmp.system} do not measure it. Pick one of: "
+            f"{', '.join(known)}."
+        )
+    return found
+
+
+def _first_error(message: str) -> str:
+    """The compiler's first error in a failed build's message, else its first sentence."""
+    errors = [line.strip() for line in message.splitlines() if "error:" in line]
+    return errors[0][:200] if errors else message.split(":")[0][:200]
+
+
+def _twice(repeats: int | str) -> int | str:
+    return repeats * 2 if isinstance(repeats, int) else repeats
+
+
+def _checkout(source: str) -> Path:
+    path = Path(source).expanduser()
+    if is_url(source) or not path.is_dir():
+        raise UsageError(
+            f"bisect needs a local llvm-project checkout, and ORCH_LLVM_SOURCE is {source!r}. "
+            "Clone it (git clone https://github.com/llvm/llvm-project) and set "
+            "ORCH_LLVM_SOURCE to its path."
+        )
+    return Path(git(["rev-parse", "--show-toplevel"], cwd=path).stdout.decode().strip())
+
+
+def _commit(source: Path, rev: str) -> str:
+    found = git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], cwd=source, check=False)
+    if found.returncode:
+        raise UsageError(f"{rev!r} is not a commit in {source}. Check the hash, or fetch it.")
+    return found.stdout.decode().strip()
+
+
+def _bisect_git(worktree: Path, *args: str) -> str:
+    done = git(list(args), cwd=worktree, check=False)
+    out = (done.stdout + done.stderr).decode(errors="replace")
+    if done.returncode not in (0, 2) or (done.returncode == 2 and "skip" not in out):
+        raise UsageError(f"git {' '.join(args)} failed in {worktree}: {out.strip()[-400:]}")
+    return out
+
+
+def _save(db: Database, record: Bisect) -> None:
+    row = record.model_dump(exclude={"steps"})
+    with db.begin() as conn:
+        conn.execute(bisects.insert().values(**row))
+
+
+def _step(db: Database, record: Bisect, commit: str, measured: _Measured | None, note: str) -> None:
+    step = BisectStep(
+        step=len(record.steps), commit=commit, verdict="skip", note=note,
+        at=datetime.now(UTC).isoformat(),
+    )  # fmt: skip
+    if measured is not None:
+        cmp, v = measured.comparison, measured.measure
+        step = step.model_copy(update={
+            "verdict": measured.verdict,
+            "baseline_group": group_of(cmp.baseline[0]),
+            "candidate_group": group_of(cmp.candidate[0]),
+            "delta_pct": v.delta_pct, "p_value": v.p_value, "pairs": v.n_candidate,
+            "note": "; ".join(x for x in (note, v.note) if x),
+        })  # fmt: skip
+    record.steps.append(step)
+    with db.begin() as conn:
+        conn.execute(bisect_steps.insert().values(bisect_id=record.bisect_id, **step.model_dump()))
+
+
+def _end(db: Database, record: Bisect, first_bad: str | None, outcome: str) -> Bisect:
+    record.first_bad, record.outcome = first_bad, outcome
+    with db.begin() as conn:
+        conn.execute(
+            update(bisects).where(bisects.c.bisect_id == record.bisect_id)
+            .values(**record.model_dump(exclude={"bisect_id", "steps"}))
+        )  # fmt: skip
+    return record

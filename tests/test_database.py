@@ -1,0 +1,209 @@
+"""The results database, on SQLite and on a real PostgreSQL server: schema and migrations,
+idempotent import, concurrent writers, history with change points, clear failures."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import inspect, text
+
+from orchestrator.core.errors import UsageError, UserError
+from orchestrator.core.settings import load_settings
+from orchestrator.parsers.mdlog import cycle_breakdown, parse_mdlog
+from orchestrator.results import history
+from orchestrator.results.report import history_text
+from orchestrator.runs import database
+from orchestrator.runs.database import Database, import_runs, record_quietly
+from orchestrator.runs.liveness import Owner
+from orchestrator.runs.store import RunResult, RunStore
+from tests import postgres
+from tests.test_store import _result, _save
+
+LOG = Path(__file__).parent / "data" / "mdlog" / "water-2022.5.log"
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[str]:
+    if postgres.server_bin() is None:
+        message = "Debian's postgresql package is not installed (.ci/setup-host installs it)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message + ": the database tests must run against PostgreSQL in CI")
+        pytest.skip(message)
+    with postgres.server() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'results.sqlite'}"
+    return postgres.new_database(request.getfixturevalue("pg_server"))
+
+
+def _store(tmp_path: Path) -> RunStore:
+    """Finished runs with a breakdown, a failed run, a damaged one and one in progress."""
+    runs = RunStore(tmp_path / "results")
+    breakdown = cycle_breakdown(parse_mdlog(LOG))
+    for i in range(3):
+        path = _save(runs, f"dev__water__t-r{i + 1}", llvm_commit="abcdef12", ns_per_day=90.0 + i)
+        RunStore.save_breakdown(path, breakdown)
+    _save(runs, "dev__water__broken", finished=False, ns_per_day=None, failure="mdrun exited 1")
+    (runs.root / "dev__water__damaged").mkdir()
+    (runs.root / "dev__water__damaged" / "result.json").write_text("{")
+    _save(runs, "dev__water__running", finished=False, ns_per_day=None, owner=Owner.current())
+    return runs
+
+
+def test_every_result_field_is_a_column_or_deliberately_kept_in_the_record() -> None:
+    columns = {c.name for c in database.runs.c}
+    unplaced = set(RunResult.model_fields) - columns - database.RECORD_ONLY - database.ELSEWHERE
+    assert not unplaced, f"decide where these RunResult fields go in the index: {unplaced}"
+
+
+def test_migrations_build_exactly_the_tables_the_code_uses(db_url: str) -> None:
+    db = Database(db_url)
+    db.migrate()
+    with db.engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn), database.metadata)
+    assert diff == [] and db.revision() == "0002"
+
+
+def test_import_is_idempotent_and_records_failures_as_failures(db_url: str, tmp_path: Path) -> None:
+    runs, db = _store(tmp_path), Database(db_url)
+    first = import_runs(db, runs)
+    again = import_runs(db, runs)
+    assert first.written == again.written == 4 and db.count() == 4
+    assert {line.split(":")[0] for line in first.left_out} == {
+        "dev__water__damaged", "dev__water__running",
+    }  # fmt: skip
+    rows = {r.run_id: r for r in db.query(database.runs.select())}
+    broken = rows["dev__water__broken"]
+    assert broken.state == "failed" and broken.ns_per_day is None and not broken.finished
+    assert broken.failure == "mdrun exited 1"
+    assert rows["dev__water__t-r1"].group_name == "dev__water__t"
+    assert RunResult.model_validate_json(rows["dev__water__t-r2"].record).ns_per_day == 91.0
+    cats = db.query(
+        database.categories.select().where(database.categories.c.run_id == "dev__water__t-r1")
+    )
+    assert {c.category for c in cats} >= {"nbnxm", "pme_spread"}
+
+
+def test_an_old_schema_is_upgraded_and_a_newer_one_refused(db_url: str, tmp_path: Path) -> None:
+    db = Database(db_url)
+    db.migrate("0001")
+    assert db.revision() == "0001" and "bisects" not in inspect(db.engine).get_table_names()
+    Database(db_url).record([(tmp_path, _result("b__s__t"), None, "finished")])
+    assert db.revision() == "0002" and "bisects" in inspect(db.engine).get_table_names()
+    with db.engine.begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = '0099'"))
+    with pytest.raises(UserError, match="schema revision 0099, which this gmxbench does not know"):
+        Database(db_url).record([(tmp_path, _result("b__s__u"), None, "finished")])
+    assert (
+        Database(db_url).engine.connect().execute(text("SELECT count(*) FROM runs")).scalar() == 1
+    )
+
+
+def _writer(url: str, prefix: str, n: int) -> None:
+    db = Database(url)
+    for i in range(n):  # one transaction per run, as the runner records them
+        db.record([(Path("/x"), _result(f"{prefix}__s__t-r{i}"), None, "finished")])
+
+
+def test_two_writers_at_once_lose_nothing(db_url: str) -> None:
+    Database(db_url).migrate()
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_writer, args=(db_url, f"w{k}", 150)) for k in range(2)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(120)
+    assert [p.exitcode for p in procs] == [0, 0]
+    assert Database(db_url).count() == 300
+
+
+def _git_repo(path: Path, commits: int) -> list[str]:
+    """A repository whose commit dates run opposite to the order runs are made in."""
+    path.mkdir()
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull}
+    for role in ("AUTHOR", "COMMITTER"):
+        env |= {f"GIT_{role}_NAME": "t", f"GIT_{role}_EMAIL": "t@example.invalid"}
+    subprocess.run(["git", "init", "-q", str(path)], check=True, env=env)
+    hashes = []
+    for i in range(commits):
+        date = f"2026-01-{i + 1:02d}T00:00:00+00:00"
+        run_env = {**env, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
+        subprocess.run(["git", "-C", str(path), "commit", "-q", "--allow-empty", "-m", f"c{i}"],
+                       check=True, env=run_env)  # fmt: skip
+        out = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, check=True)  # fmt: skip
+        hashes.append(out.stdout.strip())
+    return hashes
+
+
+def test_history_orders_by_commit_date_and_flags_the_planted_change(
+    db_url: str, tmp_path: Path
+) -> None:
+    commits = _git_repo(tmp_path / "llvm", 6)
+    db, items = Database(db_url), []
+    for k, commit in enumerate(reversed(commits)):  # made newest commit first
+        position = len(commits) - 1 - k
+        for r in range(5):
+            value = (100.0 if position < 4 else 85.0) + 0.3 * ((r * 7 + position) % 5)
+            result = _result(
+                f"llvm-{commit[:8]}__water__t-r{r}", llvm_commit=commit[:8], ns_per_day=value,
+                timestamp=f"2026-02-01T00:{k:02d}:{r:02d}+00:00",
+            )  # fmt: skip
+            items.append((tmp_path, result, None, "finished"))
+    db.record(items)
+    series = history.load_series(db, "water", llvm_source=str(tmp_path / "llvm"))
+    assert [p.key for p in series.points] == [c[:8] for c in commits]
+    assert series.ordered_by.startswith("commit date in")
+    assert [p.key for p in series.change_points] == [commits[4][:8]]
+    assert series.change_points[0].change is not None
+    assert series.change_points[0].change.delta_pct == pytest.approx(-15, abs=1)
+    text_out = history_text(series)
+    assert f"change point at {commits[4][:8]}: slower by" in text_out
+    last = history.load_series(db, "water", last=3, llvm_source=str(tmp_path / "llvm"))
+    assert [p.key for p in last.points] == [c[:8] for c in commits[3:]]
+    by_time = history.load_series(db, "water")  # no checkout: the order runs were made in
+    assert by_time.ordered_by == "first run" and by_time.points[0].key == commits[-1][:8]
+
+
+def test_history_by_category_metric_and_kernel_with_clear_refusals(
+    db_url: str, tmp_path: Path
+) -> None:
+    runs, db = _store(tmp_path), Database(db_url)
+    import_runs(db, runs)
+    series = history.load_series(db, "water", "pme_spread")
+    assert series.unit == "ms" and not series.higher_is_better and series.points[0].runs == 3
+    assert history.load_series(db, "water").metric == "ns/day"
+    with pytest.raises(UsageError, match=r"'bogus' is not measured by the runs of 'water'.*nbnxm"):
+        history.load_series(db, "water", "bogus")
+    with pytest.raises(UsageError, match=r"No finished runs of system 'nope'.*water"):
+        history.load_series(db, "nope")
+
+
+def test_an_unreachable_server_is_a_caution_for_a_run_and_a_paragraph_for_a_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = "postgresql://someone:hunter2@127.0.0.1:1/gmx"
+    monkeypatch.setenv("ORCH_DATABASE_URL", url)
+    settings = load_settings(results_dir=tmp_path)
+    assert settings.public_dump()["database_url"] == "<set>"
+    seen: list[Any] = []
+    record_quietly(settings, tmp_path, _result("b__s__t"), seen.append)
+    assert len(seen) == 1 and "is not in the results database" in seen[0].text
+    assert "hunter2" not in seen[0].text and "***" in seen[0].text
+    with pytest.raises(UserError, match="cannot be used") as err:
+        Database.of(settings).count()
+    assert "hunter2" not in err.value.message
+    with pytest.raises(UsageError, match=r"SQLite .* or PostgreSQL"):
+        Database("mysql://x@y/z")
