@@ -53,9 +53,10 @@ def test_bisect_finds_the_planted_commit_and_skips_the_one_that_does_not_build(
     bad = repo.commit("Neutral after it", host_flags=[*SLOW, "-DGMXBENCH_NEUTRAL=4"])
     settings = cpu_settings.model_copy(update={"llvm_source": str(repo.path)})
 
-    found = bisect(engine, settings, BisectRequest(good=good, bad=bad, system=SYSTEM, repeats=5))
-    text = bisect_text(found)
+    outcome = bisect(engine, settings, BisectRequest(good=good, bad=bad, system=SYSTEM, repeats=5))
+    found, text = outcome.record, bisect_text(outcome.record)
     assert found.first_bad == planted, text
+    assert outcome.first_bad is not None and outcome.first_bad.ns_per_day.marker == "🐢"
     assert found.steps[0].commit == bad and found.steps[0].verdict == "bad", text
     assert found.steps[0].delta_pct is not None and found.steps[0].delta_pct < -20, text
     by_commit = {s.commit: s for s in found.steps}

@@ -207,3 +207,18 @@ def test_an_unreachable_server_is_a_caution_for_a_run_and_a_paragraph_for_a_comm
     assert "hunter2" not in err.value.message
     with pytest.raises(UsageError, match=r"SQLite .* or PostgreSQL"):
         Database("mysql://x@y/z")
+
+
+def test_bisect_refuses_what_it_cannot_bisect_before_building_anything(tmp_path: Path) -> None:
+    from orchestrator.workflows.bisect import BisectRequest, bisect
+
+    commits = _git_repo(tmp_path / "llvm", 3)
+    url = load_settings(results_dir=tmp_path, llvm_source="https://github.com/llvm/llvm-project")
+    with pytest.raises(UsageError, match="bisect needs a local llvm-project checkout"):
+        bisect(None, url, BisectRequest(good=commits[0], bad=commits[2]))  # type: ignore[arg-type]
+    here = url.model_copy(update={"llvm_source": str(tmp_path / "llvm")})
+    with pytest.raises(UsageError, match="is not an ancestor of --bad"):
+        bisect(None, here, BisectRequest(good=commits[2], bad=commits[0]))  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="'nope' is not a commit in"):
+        bisect(None, here, BisectRequest(good="nope", bad=commits[0]))  # type: ignore[arg-type]
+    assert not (tmp_path / "runs.sqlite").exists()  # nothing recorded for a refused bisect

@@ -65,7 +65,7 @@ def test_bench_compares_kernels_of_a_toolchain_without_building_gromacs(
 def test_tune_finds_each_compilers_optimum_and_says_whether_it_moved(
     engine: Any, cpu_settings: Any, stable_image: Any, toolchain_image: str
 ) -> None:
-    req = BenchRequest(toolchain=toolchain_image, system="tune:32MiB:quick", repeats=2)
+    req = BenchRequest(toolchain=toolchain_image, system="tune:8MiB:quick", repeats=2)
     cmp = bench(engine, cpu_settings, req).comparison
     assert cmp.headline_name == "best_ms" and cmp.headline_unit == "ms"
     assert cmp.metrics["impact"].marker == "•" and cmp.metrics["impact"].p_value is None

@@ -89,8 +89,13 @@ def run_bisect(args: argparse.Namespace, settings: Settings, console: Console) -
         steps=args.steps, cpu_only=args.cpu_only, threshold_pct=args.threshold_pct,
         alpha=args.alpha,
     )  # fmt: skip
-    found = bisect(engine.connect(), settings, request, console)
+    outcome = bisect(engine.connect(), settings, request, console)
+    found = outcome.record
     print(bisect_text(found, args.format), end="")
+    if outcome.first_bad is not None:
+        print(
+            f"\nits verdict against {found.good[:12]}:\n" + render(outcome.first_bad, args.format)
+        )
     return 0 if found.first_bad or not found.steps or found.steps[0].verdict != "bad" else 1
 
 

@@ -52,6 +52,14 @@ class BisectRequest:
 
 
 @dataclass
+class BisectOutcome:
+    """The bisect as recorded, and the verdict of the step that found the first bad commit."""
+
+    record: Bisect
+    first_bad: Comparison | None = None
+
+
+@dataclass
 class _Measured:
     verdict: BisectVerdict
     comparison: Comparison
@@ -59,7 +67,9 @@ class _Measured:
     slowdown: float  # candidate over good, > 1 is slower
 
 
-def bisect(client: Client, settings: Settings, req: BisectRequest, emit: Emit = ignore) -> Bisect:
+def bisect(
+    client: Client, settings: Settings, req: BisectRequest, emit: Emit = ignore
+) -> BisectOutcome:
     """Bisect `good..bad` in `settings.llvm_source`; every step lands in the database."""
     source = _checkout(settings.llvm_source)
     good, bad = _commit(source, req.good), _commit(source, req.bad)
@@ -76,18 +86,21 @@ def bisect(client: Client, settings: Settings, req: BisectRequest, emit: Emit = 
     )  # fmt: skip
     db = Database.of(settings)
     _save(db, record)
+    verdicts: dict[str, Comparison] = {}
     try:
-        return _search(client, settings, req, record, source, db, emit)
+        _search(client, settings, req, record, source, db, verdicts, emit)
     except BaseException as exc:  # a failed run, the engine, Ctrl-C: the record says so
         why = exc.message if isinstance(exc, UserError) else type(exc).__name__
         _end(db, record, None, f"stopped: {why}")
         raise
+    return BisectOutcome(record, verdicts.get(record.first_bad or ""))
 
 
 def _search(
     client: Client, settings: Settings, req: BisectRequest, record: Bisect, source: Path,
-    db: Database, emit: Emit,
+    db: Database, verdicts: dict[str, Comparison], emit: Emit,
 ) -> Bisect:  # fmt: skip
+    """The bad end first, then git's steps; `verdicts` collects each bad step's comparison."""
     good, bad = record.good, record.bad
     emit(Step(f"{record.bisect_id}: is {bad[:12]} slower than {good[:12]}?"))
     first = _measure(client, settings, req, record, bad, None, emit)
@@ -108,7 +121,7 @@ def _search(
         while True:
             commit = _bisect_git(worktree, "rev-parse", "BISECT_HEAD").strip()
             emit(Step(f"step {len(record.steps)}: {commit[:12]}"))
-            verdict = _classify(client, settings, req, record, commit, midpoint, db, emit)
+            verdict = _classify(client, settings, req, record, commit, midpoint, db, verdicts, emit)
             out = _bisect_git(worktree, "bisect", verdict)
             if "is the first bad commit" in out:
                 return _end(db, record, out.split()[0], "found")
@@ -124,7 +137,7 @@ def _search(
 
 def _classify(
     client: Client, settings: Settings, req: BisectRequest, record: Bisect, commit: str,
-    midpoint: float, db: Database, emit: Emit,
+    midpoint: float, db: Database, verdicts: dict[str, Comparison], emit: Emit,
 ) -> BisectVerdict:  # fmt: skip
     """Good, bad or skip for one commit: measured, then measured again if undecided."""
     for attempt, pairs in enumerate((req.repeats, _twice(req.repeats))):
@@ -136,6 +149,8 @@ def _classify(
             return "skip"
         if measured.verdict != "undecided":
             _step(db, record, commit, measured, "")
+            if measured.verdict == "bad":
+                verdicts[commit] = measured.comparison
             return measured.verdict
         if attempt == 1:
             measured.verdict = "skip"
