@@ -91,6 +91,12 @@ def bisect(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON, default=False)
+def matrix(session: nox.Session) -> None:
+    """`nox -s matrix -- nightly.toml [--executor slurm]`: systems × builds × repeats."""
+    _orchestrator(session, "matrix")
+
+
+@nox.session(python=PYTHON, default=False)
 def history(session: nox.Session) -> None:
     """`nox -s history -- --system S [--category C] [--last N]`: a metric over LLVM commits."""
     _orchestrator(session, "history")

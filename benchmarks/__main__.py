@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from benchmarks import bench_builds, bench_db, bench_loop, bench_parse, bench_runs, bench_stats
+from benchmarks import (
+    bench_builds,
+    bench_db,
+    bench_loop,
+    bench_parse,
+    bench_runs,
+    bench_slurm,
+    bench_stats,
+)
 
 for title, table in bench_stats.main():
     print(title)
@@ -23,6 +31,12 @@ print(
     f"Runs ({bench_runs.REPEATS} interleaved pairs, {bench_runs.SYSTEM}, {bench_runs.STEPS} steps)"
 )
 print(tabulate(bench_runs.main(), headers="keys"))
+print()
+print(
+    f"SLURM executor against local (one-node cluster, {bench_slurm.REPEATS} runs each, "
+    f"{bench_slurm.SYSTEM}, {bench_slurm.STEPS} steps)"
+)
+print(tabulate(bench_slurm.main(), headers="keys"))
 print()
 print(
     f"Compiler loop (bench --package {bench_loop.PACKAGE} toolchain, --repeats "

@@ -11,9 +11,12 @@ from typing import Any
 
 import pytest
 
+from orchestrator.core.engine import EngineKind
 from orchestrator.core.errors import UserError
+from orchestrator.platforms.base import ProfilerOptions
 from orchestrator.platforms.cpu import CpuPlatform
 from orchestrator.platforms.rocm import RocmPlatform
+from orchestrator.platforms.rocm_profilers import systrace_problems
 from orchestrator.runs.runner import RunRequest, dry_run_text, execute, mdrun_command, plan_run
 from orchestrator.runs.store import RunStore
 
@@ -64,13 +67,83 @@ def test_rocm_missing_devices_are_preflight_problems(tmp_path: Path) -> None:
     assert any("/dev/dri/renderD128 does not exist" in p for p in problems)
 
 
-def test_rocm_trace_wraps_mdrun_in_rocprofv3() -> None:
-    wrapped = RocmPlatform().wrap(["gmx", "mdrun"], "trace", "/run")
-    assert wrapped == [
-        "rocprofv3", "--kernel-trace", "--stats", "--output-format", "csv",
-        "-d", "/run/rocprof", "--", "gmx", "mdrun",
-    ]  # fmt: skip
-    assert CpuPlatform().wrap(["gmx", "mdrun"], "trace", "/run") == ["gmx", "mdrun"]
+def test_rocm_trace_launches_rocprofv3_from_rocm_path() -> None:
+    script = RocmPlatform().launch(["gmx", "mdrun"], "trace", "/run")
+    assert script == (
+        'exec "${ROCM_PATH:-/opt/rocm}/bin/rocprofv3" --kernel-trace --stats --output-format '
+        "csv -d /run/rocprof -- gmx mdrun\n"
+    )
+    assert CpuPlatform().launch(["gmx", "mdrun"], "trace", "/run") == "exec gmx mdrun\n"
+
+
+def test_cpu_refuses_the_gpu_profilers() -> None:
+    for mode in ("counters", "systrace"):
+        with pytest.raises(UserError, match=f"--profile={mode} needs AMD's profilers"):
+            CpuPlatform().launch(["gmx", "mdrun"], mode, "/run")  # type: ignore[arg-type]
+
+
+def test_counters_script_times_first_then_profiles_without_failing_the_run() -> None:
+    options = ProfilerOptions(counters_args=["-k", "nbnxm"])
+    mdrun = ["gmx", "mdrun", "-deffnm", "topol"]
+    script = RocmPlatform().launch(mdrun, "counters", "/run", options)
+    lines = script.splitlines()
+    assert lines[2] == "gmx mdrun -deffnm topol || exit $?"  # the timing run comes first
+    assert lines[4] == "mkdir -p /run/rocprof-compute/app && cd /run/rocprof-compute/app || exit 1"
+    assert lines[5] == (
+        '"${ROCM_PATH:-/opt/rocm}/bin/rocprof-compute" profile -n gmxbench --output-directory '
+        "/run/rocprof-compute/workload -k nbnxm -- gmx mdrun -deffnm topol -s /run/topol.tpr "
+        "> /run/rocprof-compute/profile.log 2>&1"
+    )
+    assert " -p " not in lines[5]  # the deprecated form is not used
+    assert (
+        "analyze -p /run/rocprof-compute/workload --output-format csv --output-name "
+        "/run/rocprof-compute/analyze" in script
+    )
+    assert lines[-1] == "exit 0"
+
+
+def test_systrace_script_and_container_get_exactly_what_rocprof_sys_needs(tmp_path: Path) -> None:
+    for node in ("kfd", "dri/renderD128"):
+        (tmp_path / node).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / node).touch()
+    rocm = RocmPlatform(dev_root=tmp_path)
+    opts = rocm.container_options(0, "systrace")
+    assert opts.cap_add == ["SYS_PTRACE", "PERFMON"]
+    assert opts.devices == ["/dev/kfd:/dev/kfd:rwm", "/dev/dri/renderD128:/dev/dri/renderD128:rwm"]
+    assert rocm.container_options(0, "trace").cap_add == []  # only systrace gets capabilities
+    options = ProfilerOptions(
+        systrace_mode="instrument", systrace_env={"ROCPROFSYS_SAMPLING_FREQ": "100",
+                                                  "ROCPROFSYS_TRACE": "OFF"},
+    )  # fmt: skip
+    script = rocm.launch(["gmx", "mdrun"], "systrace", "/run", options)
+    assert "export ROCPROFSYS_OUTPUT_PATH=/run/rocprof-sys\n" in script
+    assert "export ROCPROFSYS_SAMPLING_FREQ=100\n" in script
+    assert "export ROCPROFSYS_TRACE=OFF\n" in script  # the user's setting over ours
+    tool = '"${ROCM_PATH:-/opt/rocm}/bin/rocprof-sys-instrument"'
+    assert script.endswith(f"exec {tool} -- gmx mdrun\n")
+
+
+def test_perf_event_paranoid_is_a_preflight_problem_that_says_what_to_change(
+    tmp_path: Path,
+) -> None:
+    paranoid = tmp_path / "perf_event_paranoid"
+    paranoid.write_text("4\n")
+    (problem,) = systrace_problems(paranoid)
+    assert "perf_event_paranoid is 4" in problem
+    assert "sysctl kernel.perf_event_paranoid=2" in problem
+    paranoid.write_text("2\n")
+    assert systrace_problems(paranoid) == []
+
+
+def test_rootless_podman_passes_the_users_own_groups(tmp_path: Path) -> None:
+    rocm = RocmPlatform(dev_root=tmp_path)
+    for node in ("kfd", "dri/renderD128"):
+        (tmp_path / node).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / node).touch()
+    podman = EngineKind(name="podman", version="4.3.1", rootless=True)
+    assert rocm.container_options(0, engine=podman).group_add == ["keep-groups"]
+    docker = EngineKind(name="docker", version="20.10", rootless=True)
+    assert "keep-groups" not in rocm.container_options(0, engine=docker).group_add
 
 
 def test_simd_preflight() -> None:
@@ -151,27 +224,16 @@ def test_dry_run_rocm_cli(engine: Any, stable_image: Any, tmp_path: Path) -> Non
         },
     )
     engine.images.get(rocm_id).tag("gmxbench-test/rocm-dry", tag="1")
-    try:
+
+    def dry_run(*args: str) -> dict[str, Any]:
         proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "orchestrator",
-                "run",
-                "gmxbench-test/rocm-dry:1",
-                "water",
-                "--profile=trace",
-                "--device",
-                "1",
-                "--dry-run",
-            ],
-            capture_output=True,
-            text=True,
-            cwd=REPO,
+            [sys.executable, "-m", "orchestrator", "run", "gmxbench-test/rocm-dry:1", "water",
+             "--device", "1", "--dry-run", *args],
+            capture_output=True, text=True, cwd=REPO,
             env={**os.environ, "ORCH_RESULTS_DIR": str(tmp_path)},
-        )
+        )  # fmt: skip
         assert proc.returncode == 0, proc.stderr
-        shown = json.loads(proc.stdout)
+        shown: dict[str, Any] = json.loads(proc.stdout)
         assert shown["devices"] == [
             "/dev/kfd:/dev/kfd:rwm",
             "/dev/dri/renderD129:/dev/dri/renderD129:rwm",
@@ -179,11 +241,27 @@ def test_dry_run_rocm_cli(engine: Any, stable_image: Any, tmp_path: Path) -> Non
         assert shown["security_opt"] == ["seccomp=unconfined"]
         assert shown["environment"]["HIP_VISIBLE_DEVICES"] == "1"
         assert shown["environment"]["ROCR_VISIBLE_DEVICES"] == "1"
+        assert any("/dev/kfd does not exist" in p for p in shown["preflight_problems"])
+        return shown
+
+    try:
+        shown = dry_run("--profile=trace")
         assert (
-            "rocprofv3 --kernel-trace --stats --output-format csv -d /run/rocprof --"
+            '/bin/rocprofv3" --kernel-trace --stats --output-format csv -d /run/rocprof --'
             in shown["run.sh"]
         )
-        assert any("/dev/kfd does not exist" in p for p in shown["preflight_problems"])
+        assert "cap_add" not in shown
+        shown = dry_run("--profile=counters", "--counters-args=-k nbnxm")
+        assert "cap_add" not in shown
+        assert (
+            '/bin/rocprof-compute" profile -n gmxbench --output-directory '
+            "/run/rocprof-compute/workload -k nbnxm -- gmx mdrun" in shown["run.sh"]
+        )
+        assert "analyze -p /run/rocprof-compute/workload --output-format csv" in shown["run.sh"]
+        shown = dry_run("--profile=systrace", "--profiler-env", "ROCPROFSYS_SAMPLING_FREQ=50")
+        assert shown["cap_add"] == ["SYS_PTRACE", "PERFMON"]
+        assert "export ROCPROFSYS_SAMPLING_FREQ=50\n" in shown["run.sh"]
+        assert '/bin/rocprof-sys-sample" -- gmx mdrun' in shown["run.sh"]
     finally:
         engine.images.remove("gmxbench-test/rocm-dry:1")
 

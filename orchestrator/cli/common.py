@@ -14,6 +14,20 @@ Handler = Callable[[argparse.Namespace, Settings, Console], int]
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
+def executor_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--executor", choices=["local", "slurm"], default=None,
+        help="where runs run: here, or as SLURM batch jobs (default: ORCH_EXECUTOR, else local)",
+    )  # fmt: skip
+
+
+def with_executor(settings: Settings, args: argparse.Namespace) -> Settings:
+    """The settings with the executor a command's `--executor` names."""
+    if getattr(args, "executor", None) is None:
+        return settings
+    return settings.model_copy(update={"executor": args.executor})
+
+
 def verdict_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=["simple", "markdown"], default="simple")
     p.add_argument(

@@ -4,21 +4,26 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 from pathlib import Path
+from typing import Any
 
+from pydantic import ValidationError
 from tabulate import tabulate
 
-from orchestrator.cli.common import Commands
+from orchestrator.cli.common import Commands, executor_option, with_executor
 from orchestrator.cli.console import Console
 from orchestrator.core import engine, interrupts
 from orchestrator.core.errors import UsageError
 from orchestrator.core.settings import Settings
-from orchestrator.results.report import kernel_run_text
+from orchestrator.platforms.base import ProfilerOptions
+from orchestrator.results.report import kernel_run_text, top_functions_text
 from orchestrator.runs import runner, store
 from orchestrator.runs.clean import clean_runs
+from orchestrator.runs.executors import Job, executor_for
 from orchestrator.runs.recipe import find_recipes
 
-PROFILES = ("none", "trace", "counters")
+PROFILES = ("none", "trace", "counters", "systrace")
 
 
 def register(sub: Commands) -> None:
@@ -32,7 +37,23 @@ def register(sub: Commands) -> None:
     )
     p.add_argument("system", nargs="?", default=None, help="recipe system (default: water)")
     p.add_argument("tag", nargs="?", default=None, help="run tag (default: run-<UTC time>)")
-    p.add_argument("--profile", default="none", choices=PROFILES)
+    p.add_argument(
+        "--profile", default="none", choices=PROFILES,
+        help="trace: kernel trace (rocprofv3); counters: hardware counters per kernel "
+        "(rocprof-compute); systrace: the whole application for Perfetto (rocprof-sys)",
+    )  # fmt: skip
+    p.add_argument(
+        "--profiler-env", action="append", default=[], metavar="ROCPROFSYS_NAME=VALUE",
+        help="a rocprof-sys setting for --profile=systrace (repeatable; over the recipe's)",
+    )  # fmt: skip
+    p.add_argument(
+        "--systrace-mode", choices=["sample", "instrument"], default=None,
+        help="rocprof-sys call-stack sampling (default) or runtime instrumentation",
+    )  # fmt: skip
+    p.add_argument(
+        "--counters-args", default=None, metavar="ARGS",
+        help="rocprof-compute profile arguments that narrow its passes, e.g. \"-k nbnxm\"",
+    )  # fmt: skip
     p.add_argument("--steps", type=int, default=None)
     p.add_argument("--device", type=int, default=0, help="GPU index (rocm)")
     p.add_argument(
@@ -42,6 +63,11 @@ def register(sub: Commands) -> None:
     p.add_argument("--timeout", type=float, default=3600.0, help="wall-clock limit, seconds")
     p.add_argument("--inputs-dir", type=Path, default=None, help="pre-downloaded archives")
     p.add_argument("--dry-run", action="store_true", help="print the container configuration")
+    executor_option(p)
+    p.add_argument(
+        "--no-database", dest="record", action="store_false",
+        help="leave indexing the run to the host that submitted it (what SLURM jobs run)",
+    )  # fmt: skip
     p.set_defaults(handler=run, mdrun_args=[])
 
     p = sub.add_parser("runs", help="list the runs in results/ with their state; clean up")
@@ -70,7 +96,10 @@ def run(args: argparse.Namespace, settings: Settings, console: Console) -> int:
         else:
             mdrun_args.append(arg)
     if profile not in PROFILES:
-        raise UsageError(f"--profile={profile} is not a profile mode: use trace or counters.")
+        raise UsageError(
+            f"--profile={profile} is not a profile mode: use trace, counters or systrace."
+        )
+    settings = with_executor(settings, args)
     request = runner.RunRequest(
         build=args.build,
         system=args.system,
@@ -82,8 +111,12 @@ def run(args: argparse.Namespace, settings: Settings, console: Console) -> int:
         timeout=args.timeout,
         inputs_dir=args.inputs_dir,
         cpu_only=args.cpu_only,
+        record=args.record,
+        profiler=_profiler(args),
     )
     client = engine.connect()
+    if settings.executor != "local":
+        return _run_as_job(client, settings, request, args.dry_run, console)
     plan = runner.plan_run(client, settings, request, allow_missing=args.dry_run)
     if args.dry_run:
         print(runner.dry_run_text(plan))
@@ -96,6 +129,50 @@ def run(args: argparse.Namespace, settings: Settings, console: Console) -> int:
         console.error(f"{stop.reason}; the run is recorded as unfinished in {recorded}")
         return stop.exit_code
     print(plan.run_dir)
+    return _ended(result, recorded, console)
+
+
+def _profiler(args: argparse.Namespace) -> ProfilerOptions | None:
+    """The profiler options the command line gives (None: the recipe's alone)."""
+    given: dict[str, Any] = {}
+    if args.profiler_env:
+        pairs = [item.partition("=") for item in args.profiler_env]
+        bad = [name for name, eq, _ in pairs if not eq]
+        if bad:
+            raise UsageError(f"--profiler-env {bad[0]}: write it as NAME=VALUE.")
+        given["systrace_env"] = {name: value for name, _, value in pairs}
+    if args.systrace_mode:
+        given["systrace_mode"] = args.systrace_mode
+    if args.counters_args:
+        given["counters_args"] = shlex.split(args.counters_args)
+    if not given:
+        return None
+    try:
+        return ProfilerOptions(**given)
+    except ValidationError as exc:
+        why = str(exc.errors(include_url=False)[0]["msg"]).removeprefix("Value error, ")
+        raise UsageError(f"--profiler-env: {why}.") from None
+
+
+def _run_as_job(
+    client: engine.Client, settings: Settings, request: runner.RunRequest, dry_run: bool,
+    console: Console,
+) -> int:  # fmt: skip
+    """One run through the configured executor: one batch job, waited for."""
+    request.tag = request.tag or runner.default_tag()
+    job = Job(f"{request.build} on {request.system or 'the default system'}", request)
+    executor = executor_for(client, settings)
+    if dry_run:
+        print(json.dumps(executor.preview(job), indent=2))
+        return 0
+    (ran,) = executor.run([[job]], console)
+    result = ran[0]
+    recorded = settings.results_dir / result.run_id / store.RESULT_FILE
+    print(recorded.parent)
+    return _ended(result, recorded, console)
+
+
+def _ended(result: store.RunResult, recorded: Path, console: Console) -> int:
     if not result.finished:
         console.error(
             f"run {result.run_id} did not finish: {result.failure}; "
@@ -106,6 +183,12 @@ def run(args: argparse.Namespace, settings: Settings, console: Console) -> int:
         print(kernel_run_text(result), end="")
     else:
         console.note(f"{result.run_id}: {result.ns_per_day} ns/day")
+    if result.profile is not None:
+        said = f": {result.profile.message}" if result.profile.message else ""
+        console.note(f"{result.profile.mode} profile {result.profile.status}{said}")
+        trace = store.RunStore.system_trace(recorded.parent)
+        if trace is not None and trace.functions:
+            print(top_functions_text(trace), end="")
     return 0
 
 

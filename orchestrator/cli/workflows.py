@@ -1,4 +1,4 @@
-"""Workflow commands: `bench`, `bisect`, `rebuild`, `share`."""
+"""Workflow commands: `bench`, `bisect`, `matrix`, `rebuild`, `share`."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from orchestrator.cli.common import Commands, verdict_options
+from tabulate import tabulate
+
+from orchestrator.cli.common import Commands, executor_option, verdict_options, with_executor
 from orchestrator.cli.console import Console
 from orchestrator.core import engine
 from orchestrator.core.events import Step
@@ -15,6 +17,7 @@ from orchestrator.results.report import bisect_text, render, webhook_text
 from orchestrator.workflows import share as sharing
 from orchestrator.workflows.bench import BenchRequest, bench
 from orchestrator.workflows.bisect import BisectRequest, bisect
+from orchestrator.workflows.matrix import Cell, load_matrix, matrix
 from orchestrator.workflows.rebuild import rebuild, summary
 
 BENCH_FIELDS = {f.name for f in dataclasses.fields(BenchRequest)}
@@ -39,6 +42,7 @@ def register(sub: Commands) -> None:
     p.add_argument("--repeats", default="auto", help="interleaved pairs: N, auto, auto:MAX")
     p.add_argument("--no-llvm-rebuild", action="store_true")
     p.add_argument("--no-gmx-rebuild", action="store_true")
+    executor_option(p)
     verdict_options(p)
     p.set_defaults(handler=run_bench, mdrun_args=[])
 
@@ -50,8 +54,18 @@ def register(sub: Commands) -> None:
     p.add_argument("--repeats", default="5", help="interleaved pairs per step (twice if undecided)")
     p.add_argument("--steps", type=int, default=None)
     p.add_argument("--cpu-only", action="store_true", help="GPU builds on the host CPU only")
+    executor_option(p)
     verdict_options(p)
     p.set_defaults(handler=run_bisect)
+
+    p = sub.add_parser(
+        "matrix", help="systems × builds × repeats (× GPU types) from a TOML file, summarised"
+    )
+    p.add_argument("file", type=Path, help="the matrix (see the README's `matrix` section)")
+    p.add_argument("--tag", default=None, help="the runs' tag (default: <name>-<UTC time>)")
+    executor_option(p)
+    verdict_options(p)
+    p.set_defaults(handler=run_matrix)
 
     p = sub.add_parser(
         "rebuild", help="rebuild an image from its lockfile; compare its files with the original"
@@ -74,7 +88,7 @@ def register(sub: Commands) -> None:
 
 def run_bench(args: argparse.Namespace, settings: Settings, console: Console) -> int:
     request = BenchRequest(**{k: v for k, v in vars(args).items() if k in BENCH_FIELDS})
-    outcome = bench(engine.connect(), settings, request, console)
+    outcome = bench(engine.connect(), with_executor(settings, args), request, console)
     cmp = outcome.comparison
     print(render(cmp, args.format))
     console.notifier.post(webhook_text(cmp), {"headline": cmp.headline})
@@ -89,7 +103,7 @@ def run_bisect(args: argparse.Namespace, settings: Settings, console: Console) -
         steps=args.steps, cpu_only=args.cpu_only, threshold_pct=args.threshold_pct,
         alpha=args.alpha,
     )  # fmt: skip
-    outcome = bisect(engine.connect(), settings, request, console)
+    outcome = bisect(engine.connect(), with_executor(settings, args), request, console)
     found = outcome.record
     print(bisect_text(found, args.format), end="")
     if outcome.first_bad is not None:
@@ -97,6 +111,44 @@ def run_bisect(args: argparse.Namespace, settings: Settings, console: Console) -
             f"\nits verdict against {found.good[:12]}:\n" + render(outcome.first_bad, args.format)
         )
     return 0 if found.first_bad or not found.steps or found.steps[0].verdict != "bad" else 1
+
+
+def run_matrix(args: argparse.Namespace, settings: Settings, console: Console) -> int:
+    spec = load_matrix(args.file)
+    outcome = matrix(
+        engine.connect(), with_executor(settings, args), spec, args.tag, console,
+        threshold_pct=args.threshold_pct, alpha=args.alpha,
+    )  # fmt: skip
+    fmt = "github" if args.format == "markdown" else "simple"
+    print(tabulate([_matrix_row(c) for c in outcome.cells], headers=MATRIX_COLUMNS, tablefmt=fmt))
+    runs = [r for c in outcome.cells for r in c.results]
+    failed = [r for r in runs if not r.finished]
+    for result in failed:
+        console.error(f"{result.run_id} did not finish: {result.failure}")
+    how = f"the {outcome.executor} executor in {outcome.elapsed:.1f} s, tag {outcome.tag}"
+    console(Step(f"done: {len(runs)} runs ({len(failed)} unfinished) through {how}"))
+    return 1 if failed else 0
+
+
+MATRIX_COLUMNS = ["system", "GPU", "build", "runs", "median", "range", "vs first build"]
+
+
+def _matrix_row(cell: Cell) -> list[str]:
+    done = cell.finished
+    unit = "ns/day"
+    if done and done[0].kind == "kernel" and done[0].metrics:
+        unit = f"{done[0].headline} {done[0].metrics[done[0].headline or ''].unit}"
+    median = cell.median()
+    values = [r.headline_value() or 0.0 for r in done]
+    versus = cell.note or ""
+    if cell.comparison is not None:
+        v = cell.comparison.ns_per_day
+        versus = f"{v.marker} {v.delta_pct:+.1f}% ({v.note})"
+    return [
+        cell.system, cell.gpu or "", cell.build, f"{len(done)}/{len(cell.results)}",
+        f"{median:.4g} {unit}" if median is not None else "no finished run",
+        f"{min(values):.4g}–{max(values):.4g}" if values else "", versus,
+    ]  # fmt: skip
 
 
 def run_rebuild(args: argparse.Namespace, settings: Settings, console: Console) -> int:

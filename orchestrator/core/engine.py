@@ -1,15 +1,23 @@
-"""The Docker Engine, and the only module that talks to it.
+"""The container engine (Docker, or Podman's Docker API), and the only module that talks to it.
 
-docker-py drives everything but BuildKit builds (cache mounts), which go through the
-`docker` CLI of the same version as the daemon (`DOCKER_BUILDKIT=1 docker build`).
+docker-py drives everything but Docker's BuildKit builds (cache mounts), which go through
+the `docker` CLI of the same version as the daemon (`DOCKER_BUILDKIT=1 docker build`).
 Images come back as `Image` values, so no other module holds a docker-py object or
 calls its API; containers never outlive the call that made them.
+
+Podman (`podman system service`) answers the same API with a few differences, handled
+here (`kind` tells the engines apart): its builder (buildah) runs `RUN --mount=type=cache`
+itself, so every build goes through the API; it names images `docker.io/...`; it ignores
+`network_disabled`, the `tag` of an import and (before 5.1) container annotations; `load`
+reports ids its own way; and `keep-groups` (a rootless container keeps the user's groups,
+the way to a GPU's device nodes) is an annotation that crun reads.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import re
 import shutil
@@ -22,11 +30,13 @@ from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, TypeAlias
+from typing import IO, Any, Literal, TypeAlias
+from weakref import WeakKeyDictionary
 
 import docker
 import docker.errors
 import requests.exceptions
+from docker.models.containers import RUN_HOST_CONFIG_KWARGS
 
 from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.events import Emit, Message, Output, ignore
@@ -36,7 +46,8 @@ Client: TypeAlias = docker.DockerClient
 
 START_HINT = (
     "Start one: on Debian/Ubuntu `apt-get install -y docker.io` then `dockerd &` "
-    "(or `systemctl start docker`), or point DOCKER_HOST at a running engine."
+    "(or `systemctl start docker`), or point DOCKER_HOST at a running engine (Podman: "
+    "`podman system service --time=0 unix://$XDG_RUNTIME_DIR/podman.sock &`)."
 )
 CHUNK = 1 << 20
 
@@ -51,6 +62,53 @@ def connect() -> Client:
         reason = str(exc).split("\n")[0][:200]
         raise UserError(f"No Docker Engine answers at {where} ({reason}). {START_HINT}") from None
     return client
+
+
+@dataclass(frozen=True)
+class EngineKind:
+    """Which engine answers: what differs between them, and what a run record notes."""
+
+    name: Literal["docker", "podman"]
+    version: str
+    #: Runs as a user in a user namespace: host group ids mean nothing in its containers.
+    rootless: bool
+
+
+_KINDS: WeakKeyDictionary[Client, EngineKind] = WeakKeyDictionary()
+
+
+def kind(client: Client) -> EngineKind:
+    """Docker or Podman, its version, and whether it is rootless (asked once per client).
+
+    Podman names itself among the version's components. A rootless Docker lists
+    `name=rootless` among its security options; Podman 4.3 does not, so its own API says.
+    """
+    if client not in _KINDS:
+        version = client.version()
+        components = {str(c.get("Name")) for c in version.get("Components") or []}
+        name: Literal["docker", "podman"] = "podman" if PODMAN in components else "docker"
+        if name == "podman":
+            rootless = bool(_libpod(client, "info")["host"]["security"]["rootless"])
+        else:
+            rootless = "name=rootless" in (client.info().get("SecurityOptions") or [])
+        _KINDS[client] = EngineKind(name, str(version.get("Version", "")), rootless)
+    return _KINDS[client]
+
+
+PODMAN = "Podman Engine"
+#: The version of Podman's own API asked for: the oldest Podman 4.3 serves (MinAPIVersion).
+LIBPOD_API = "4.0.0"
+
+
+def _libpod(client: Client, path: str) -> Any:
+    """GET `path` of Podman's own API (`/libpod/…`), for what its Docker API leaves out.
+
+    `APIClient` is a `requests.Session` on the engine's address (see `save`).
+    """
+    api = client.api
+    res = api.get(f"{api.base_url}/v{LIBPOD_API}/libpod/{path}")
+    res.raise_for_status()
+    return res.json()
 
 
 def cli_binary() -> str:
@@ -83,12 +141,20 @@ class Image:
         attrs = image.attrs
         return cls(
             id=str(image.id),
-            tags=tuple(image.tags),
+            tags=tuple(_familiar(t) for t in image.tags),
             labels=dict(image.labels or {}),
             layers=tuple(attrs.get("RootFS", {}).get("Layers", [])),
             created=str(attrs.get("Created", "")),
             repo_digests=tuple(attrs.get("RepoDigests") or ()),
         )
+
+
+def _familiar(ref: str) -> str:
+    """A name as Docker shows it: Podman says `docker.io/library/gromacs:x` for `gromacs:x`."""
+    for prefix in ("docker.io/library/", "docker.io/"):
+        if ref.startswith(prefix):
+            return ref.removeprefix(prefix)
+    return ref
 
 
 def image(client: Client, ref: str) -> Image | None:
@@ -102,9 +168,22 @@ def image(client: Client, ref: str) -> Image | None:
 
 
 def images(client: Client, labels: list[str], name: str | None = None) -> list[Image]:
-    """Images carrying every `key` or `key=value` label in `labels` (and named `name`)."""
-    found = client.images.list(name=name, filters={"label": labels} if labels else None)
-    return [Image._of(item) for item in found]
+    """Images carrying every `key` or `key=value` label in `labels` (and named `name`).
+
+    The engine filters by the first label, this function by the others: Podman 4.3
+    answers nothing at all when asked for two labels at once.
+    """
+    found = client.images.list(name=name, filters={"label": labels[:1]} if labels else None)
+    return [
+        image
+        for image in map(Image._of, found)
+        if all(_carries(image.labels, wanted) for wanted in labels[1:])
+    ]
+
+
+def _carries(labels: Mapping[str, str], wanted: str) -> bool:
+    key, sep, value = wanted.partition("=")
+    return key in labels and (not sep or labels[key] == value)
 
 
 def tag(client: Client, image_id: str, ref: str) -> None:
@@ -131,11 +210,21 @@ def pull(client: Client, ref: str) -> Image:
 
 
 def import_tarball(client: Client, tarball: Path, ref: str, changes: list[str]) -> Image | None:
-    """`docker import` a root filesystem tarball as `ref` with Dockerfile `changes`."""
-    repo, _, version = ref.partition(":")
-    client.api.import_image_from_file(
-        str(tarball), repository=repo, tag=version or "latest", changes=changes
-    )
+    """`docker import` a root filesystem tarball as `ref` with Dockerfile `changes`.
+
+    Imported untagged, then tagged by the id the engine reports: Podman ignores an
+    import's `tag` (it would name the image `:latest`).
+    """
+    answer = client.api.import_image_from_file(str(tarball), changes=changes)
+    ids = [
+        str(json.loads(text).get("status", ""))
+        for text in str(answer).splitlines()
+        if text.strip().startswith("{")
+    ]
+    image_id = next((i for i in reversed(ids) if i.startswith("sha256:")), None)
+    if image_id is None:
+        return None
+    tag(client, image_id, ref)
     return image(client, ref)
 
 
@@ -149,7 +238,8 @@ class _Failure:
 
 
 ContextFiles = Mapping[str, "bytes | Path"]
-_STEP = re.compile(r"^(Step \d+/\d+ : .*|#\d+ \[[^\]]+\] .*)")
+#: A step's first line: Docker's classic builder, BuildKit, and Podman's buildah.
+_STEP = re.compile(r"^(Step \d+/\d+ : .*|#\d+ \[[^\]]+\] .*|(\[\d+/\d+\] )?STEP \d+/\d+: .*)")
 
 
 def _context_tar(dockerfile: str, files: ContextFiles) -> io.BytesIO:
@@ -192,10 +282,11 @@ def build(
     Tagging is the caller's job, after its own checks pass, so a failed check never
     leaves a tag behind. Intermediate containers are always removed (`forcerm`).
     `nocache` runs every step again, and under BuildKit also empties every cache mount
-    the build uses; `build_args` set the Dockerfile's `ARG`s.
+    the build uses (buildah keeps them); `build_args` set the Dockerfile's `ARG`s.
+    Podman's API builds cache mounts itself, so `buildkit` needs the CLI on Docker only.
     """
     started = time.monotonic()
-    builder = _build_cli if buildkit else _build_api
+    builder = _build_cli if buildkit and kind(client).name == "docker" else _build_api
     failure, tail = _Failure(step="", tail=[]), deque[str](maxlen=40)
 
     def line(text: str) -> None:
@@ -327,13 +418,14 @@ def run_capture(
 ) -> tuple[int, str]:
     """Run a short command in a throw-away container; return (exit code, stdout+stderr),
     or stdout alone without `stderr` (a command whose stdout is data)."""
-    container = client.containers.create(
-        image,
-        command,
-        environment=dict(environment or {}),
-        labels=dict(labels or {}),
-        network_disabled=True,
-    )
+    config = {
+        "image": image,
+        "command": command,
+        "environment": dict(environment or {}),
+        "labels": dict(labels or {}),
+        "network_disabled": True,
+    }
+    container = _create(client, config)
     try:
         container.start()
         try:
@@ -372,7 +464,7 @@ def run(
     removed before this returns or raises. If the engine goes away meanwhile, this
     raises `EngineGone` at once instead of waiting for an engine that may not return.
     """
-    container = client.containers.create(**config, name=name[:120])
+    container = _create(client, {**config, "name": name[:120]})
     streamer = None
     try:
         container.start()
@@ -390,6 +482,77 @@ def run(
             _remove_container(container)  # else the engine is gone: `runs clean` does it later
         if streamer is not None:
             streamer.join(timeout=2)
+
+
+#: `group_add` value asking that a rootless container keep the user's own groups (crun).
+KEEP_GROUPS = "keep-groups"
+KEEP_GROUPS_ANNOTATION = "run.oci.keep_original_groups"
+KEEP_GROUPS_CONF = f'annotations = ["{KEEP_GROUPS_ANNOTATION}=1"]'
+
+
+def _create(client: Client, config: Mapping[str, Any]) -> Any:
+    """`containers.create(**config)`, said so that the engine at hand does what it says.
+
+    Podman's Docker API ignores `network_disabled` (the container would get a network),
+    so it gets `network_mode="none"` too. `keep-groups` in `group_add` is Podman's: its
+    API takes it as a group name, so it goes as the annotation crun reads instead, and
+    the container is checked to carry it (Podman before 5.1 drops annotations sent this
+    way; containers.conf can set it for every container).
+    """
+    options, engine_kind = dict(config), kind(client)
+    groups = [str(g) for g in options.get("group_add") or []]
+    if engine_kind.name == "podman" and options.get("network_disabled"):
+        options["network_mode"] = "none"
+    if KEEP_GROUPS not in groups:
+        return client.containers.create(**options)
+    if engine_kind.name != "podman" or groups != [KEEP_GROUPS]:
+        raise UsageError(
+            f"group_add {groups}: `{KEEP_GROUPS}` is Podman's, and goes alone; "
+            f"this engine is {engine_kind.name} {engine_kind.version}."
+        )
+    del options["group_add"]
+    container = _create_annotated(client, options, {KEEP_GROUPS_ANNOTATION: "1"})
+    try:
+        _check_keeps_groups(client, container.id)
+    except BaseException:
+        _remove_container(container)
+        raise
+    return container
+
+
+def _create_annotated(client: Client, options: dict[str, Any], annotations: dict[str, str]) -> Any:
+    """`containers.create` through docker-py's low-level API, with HostConfig.Annotations
+    (split as `containers.create` splits its arguments; volumes in its dict form)."""
+    volumes = dict(options.pop("volumes", None) or {})
+    host = {key: options.pop(key) for key in RUN_HOST_CONFIG_KWARGS if key in options}
+    host_config = client.api.create_host_config(binds=volumes or None, **host)
+    host_config["Annotations"] = annotations
+    made = client.api.create_container(
+        options.pop("image"), options.pop("command", None), host_config=host_config,
+        volumes=[v["bind"] for v in volumes.values()] or None, **options,
+    )  # fmt: skip
+    return client.containers.get(made["Id"])
+
+
+def _check_keeps_groups(client: Client, container_id: str) -> None:
+    """Refuse a container that would not keep the user's groups (its GPU access)."""
+    state = _libpod(client, f"containers/{container_id}/json")
+    annotations = (state.get("Config") or {}).get("Annotations") or {}
+    if annotations.get(KEEP_GROUPS_ANNOTATION) != "1":
+        raise UserError(
+            f"Podman {kind(client).version} dropped the `{KEEP_GROUPS}` annotation that its "
+            "Docker API takes from Podman 5.1 on. Set it for every container: add "
+            f"`{KEEP_GROUPS_CONF}` under [containers] in containers.conf "
+            "(~/.config/containers/containers.conf when rootless), then restart "
+            "`podman system service`."
+        )
+    runtime = str(state.get("OCIRuntime", ""))
+    if runtime != "crun":
+        raise UserError(
+            f"`{KEEP_GROUPS}` needs the crun runtime, and this container would run under "
+            f"{runtime or 'an unnamed runtime'}, which drops the user's groups: set "
+            '`runtime = "crun"` under [engine] in containers.conf.'
+        )
 
 
 def _wait(container: Any, timeout: float) -> int | None:
@@ -507,14 +670,18 @@ def save(client: Client, ids: list[str]) -> Iterator[bytes]:
 
 
 def load(client: Client, archive: IO[bytes], where: str) -> set[str]:
-    """`docker load`; the ids it reports (docker-py's `images.load` misses some)."""
+    """`docker load`; the ids it reports (docker-py's `images.load` misses some).
+
+    Docker says `Loaded image ID: <id>` per image; Podman `Loaded image: <id>,<id>`.
+    """
     loaded: set[str] = set()
     try:
         for chunk in client.api.load_image(archive):
             if "errorDetail" in chunk:
                 raise UserError(f"The engine refused {where}: {chunk['errorDetail']}.")
             for text in str(chunk.get("stream", "")).splitlines():
-                loaded.add(text.removeprefix("Loaded image ID: ").strip())
+                text = text.removeprefix("Loaded image ID: ").removeprefix("Loaded image: ")
+                loaded.update(i.strip() for i in text.split(",") if i.strip())
     except docker.errors.APIError as exc:
         raise UserError(f"The engine refused {where}: {exc.explanation}.") from None
     return loaded

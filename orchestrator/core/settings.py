@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -84,6 +84,42 @@ class GromacsSource(BaseModel):
         return Path(self.url.removeprefix("file://"))
 
 
+class SlurmResources(BaseModel):
+    """What a SLURM job asks for. Settings give the defaults (`ORCH_SLURM__*`); a recipe's
+    `[slurm]` table and a matrix's GPU type narrow them (a constraint, a gres)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    #: `--constraint` (node features: a GPU type such as `mi300x`).
+    constraint: str | None = None
+    #: `--gres` (e.g. `gpu:1`, `gpu:mi250:1`).
+    gres: str | None = None
+    #: `--time` in minutes; default: the run's own timeout plus 10 minutes for set-up.
+    time_limit_minutes: int | None = Field(None, ge=1)
+    #: A node to itself while a run measures (`--exclusive`).
+    exclusive: bool | None = None
+
+    def narrowed(self, other: SlurmResources | None) -> SlurmResources:
+        """These resources with what `other` sets put over them."""
+        if other is None:
+            return self
+        return self.model_copy(update=other.model_dump(exclude_none=True))
+
+
+class SlurmSettings(SlurmResources):
+    """How the SLURM executor submits and waits (`ORCH_SLURM__*`)."""
+
+    #: More `sbatch` arguments, as a JSON list in the environment.
+    extra_args: list[str] = Field(default_factory=list)
+    #: How often `squeue` is asked while jobs are pending or running.
+    poll_seconds: float = Field(0.5, gt=0, le=60)
+    #: The Python that runs gmxbench on the nodes; default: the one submitting.
+    python: str | None = None
+
+
 class Settings(BaseSettings):
     """Everything a build or run depends on that is not a command-line argument.
 
@@ -138,6 +174,10 @@ class Settings(BaseSettings):
         "Secret: may hold a password",
     )
     webhook_format: Literal["discord", "json"] = "discord"
+    executor: Literal["local", "slurm"] = Field(
+        "local", description="where runs run: here, or as SLURM batch jobs (ORCH_SLURM__*)"
+    )
+    slurm: SlurmSettings = Field(default_factory=SlurmSettings)
     debian_mirror: str = Field(
         "http://deb.debian.org/debian", description="mirror for `orchestrator base`"
     )
@@ -210,6 +250,30 @@ class Settings(BaseSettings):
         data["webhook_url"] = "<set>" if self.webhook_url else None
         data["database_url"] = "<set>" if self.database_url else None
         return data
+
+
+#: Settings that are never written into another process's environment or a job script.
+SECRETS = frozenset({"webhook_url", "database_url"})
+
+
+def environment_of(settings: Settings, leave_out: frozenset[str] = frozenset()) -> dict[str, str]:
+    """`ORCH_*` variables that give another process these settings (a batch job on a
+    node), paths made absolute; the secrets are never among them."""
+    out: dict[str, str] = {}
+    for name in Settings.model_fields:
+        value = getattr(settings, name)
+        if name in SECRETS or name in leave_out or value is None:
+            continue
+        if isinstance(value, Path):
+            text = str(value.resolve())
+        elif name == "recipes_dirs":
+            text = os.pathsep.join(str(path.resolve()) for path in value)
+        elif isinstance(value, BaseModel):
+            text = value.model_dump_json()
+        else:
+            text = str(value)
+        out[_env_name((name,))] = text
+    return out
 
 
 def _env_name(loc: tuple[Any, ...]) -> str:

@@ -15,21 +15,29 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from orchestrator.core.engine import EngineKind
+from orchestrator.core.errors import UserError
 from orchestrator.core.settings import GromacsSource, Settings
 from orchestrator.parsers.breakdown import KernelBreakdown
 from orchestrator.parsers.mdlog import MdLog
+from orchestrator.parsers.rocprof_compute import CounterSummary
+from orchestrator.parsers.rocprof_sys import SystemTrace
 
 #: A GROMACS image is the reference (`stable`) or one built with a compiler under test.
 Flavor = Literal["stable", "dev"]
-ProfileMode = Literal["none", "trace", "counters"]
+#: trace: the kernel trace (rocprofv3; md.log's cycle accounting on the CPU); counters:
+#: hardware counters per kernel (rocprof-compute); systrace: the whole application over time
+#: (rocprof-sys: CPU threads, HIP API, copies), for Perfetto.
+ProfileMode = Literal["none", "trace", "counters", "systrace"]
 #: Runs a command in the builder image: (exit code, output).
 Probe = Callable[[list[str]], tuple[int, str]]
 
@@ -138,6 +146,55 @@ class KernelCompiler:
     vector_widths: list[int] = field(default_factory=lambda: [4])
 
 
+class ProfilerOptions(BaseModel):
+    """What a run asks of its profiler beyond the mode (a recipe's `[profiler]` table, then
+    the command line): rocprof-sys's mode and `ROCPROFSYS_*` settings, and the arguments
+    that narrow rocprof-compute's counter passes (`--set`, `-k`, `-b`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    systrace_mode: Literal["sample", "instrument"] = "sample"
+    systrace_env: dict[str, str] = Field(default_factory=dict)
+    counters_args: list[str] = Field(default_factory=list)
+
+    @field_validator("systrace_env")
+    @classmethod
+    def _rocprofsys(cls, value: dict[str, str]) -> dict[str, str]:
+        wrong = [name for name in value if not re.fullmatch(r"ROCPROFSYS_[A-Z0-9_]+", name)]
+        if wrong:
+            raise ValueError(
+                f"{', '.join(wrong)}: rocprof-sys settings are ROCPROFSYS_* variables "
+                "(`rocprof-sys-avail --all` lists them)"
+            )
+        return value
+
+    def merged(self, other: ProfilerOptions | None) -> ProfilerOptions:
+        """These options with what `other` sets put over them (environments merged)."""
+        if other is None:
+            return self
+        return ProfilerOptions(
+            systrace_mode=other.systrace_mode if "systrace_mode" in other.model_fields_set
+            else self.systrace_mode,
+            systrace_env=self.systrace_env | other.systrace_env,
+            counters_args=other.counters_args or self.counters_args,
+        )  # fmt: skip
+
+
+class ProfileOutcome(BaseModel):
+    """What a run's profiler did, as its record keeps it: `skipped` is the profiler
+    declining (an unsupported GPU) while the timing run still counts; `failed` is the
+    profiler or its analysis breaking; `files` are what it wrote, relative to the run."""
+
+    mode: ProfileMode
+    status: Literal["ok", "skipped", "failed"]
+    message: str | None = None
+    files: list[str] = Field(default_factory=list)
+    #: What the tools found, kept in files of their own beside the record (`counters.json`,
+    #: `systrace.json`), not in it.
+    counters: CounterSummary | None = Field(None, exclude=True)
+    trace: SystemTrace | None = Field(None, exclude=True)
+
+
 @dataclass
 class ContainerOptions:
     """The engine options a platform adds to every run container."""
@@ -145,6 +202,7 @@ class ContainerOptions:
     devices: list[str] = field(default_factory=list)
     group_add: list[str] = field(default_factory=list)
     security_opt: list[str] = field(default_factory=list)
+    cap_add: list[str] = field(default_factory=list)
     environment: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
@@ -156,6 +214,8 @@ class ContainerOptions:
             out["group_add"] = self.group_add
         if self.security_opt:
             out["security_opt"] = self.security_opt
+        if self.cap_add:
+            out["cap_add"] = self.cap_add
         return out
 
 
@@ -253,12 +313,31 @@ class Platform(ABC):
 
     # Running -------------------------------------------------------------------------
 
-    def container_options(self, device: int) -> ContainerOptions:
+    def container_options(
+        self, device: int, profile: ProfileMode = "none", engine: EngineKind | None = None
+    ) -> ContainerOptions:
+        """What a run container needs for this platform's devices and `profile`'s tool, on
+        this engine (rootless Podman passes the user's own groups, not numeric ids)."""
         return ContainerOptions()
 
-    def wrap(self, mdrun: list[str], profile: ProfileMode, workdir: str) -> list[str]:
-        """mdrun under the profiler, which writes below `workdir` (the run dir in the container)."""
-        return mdrun
+    def launch(
+        self, mdrun: list[str], profile: ProfileMode, workdir: str,
+        options: ProfilerOptions | None = None,
+    ) -> str:  # fmt: skip
+        """The end of run.sh: POSIX shell that runs mdrun, under the profiler where one is
+        asked for, the profiler writing below `workdir` (the run dir in the container)."""
+        if profile in ("counters", "systrace"):
+            raise UserError(
+                f"--profile={profile} needs AMD's profilers and a GPU (ORCH_PLATFORM=rocm with "
+                "AMD's ROCm image); on the CPU platform --profile=trace records md.log's cycle "
+                "accounting."
+            )
+        return "exec " + shlex.join(mdrun) + "\n"
+
+    def profile_outcome(self, run_dir: Path, profile: ProfileMode) -> ProfileOutcome | None:
+        """What the profiler of a finished run left (parsed and saved beside the run by
+        `save`), or None for a mode whose output is the breakdown itself."""
+        return None
 
     def default_profile(self, stack: str | None) -> ProfileMode:
         """What `bench` profiles by default on an image of this platform (and stack)."""

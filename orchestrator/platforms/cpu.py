@@ -118,13 +118,5 @@ class CpuPlatform(Platform):
             return probe_argv("asm", library, objdump="objdump", nm="nm", name=name)
         return probe_argv("cpu", library, objdump="objdump", nm="nm", cxxfilt="c++filt")
 
-    def wrap(self, mdrun: list[str], profile: ProfileMode, workdir: str) -> list[str]:
-        if profile == "counters":
-            raise UserError(
-                "--profile=counters needs rocprof-compute and a GPU (ORCH_PLATFORM=rocm); on the "
-                "CPU platform use --profile=trace, which records md.log's cycle accounting."
-            )
-        return mdrun
-
     def breakdown(self, md: MdLog, run_dir: Path, profile: ProfileMode) -> KernelBreakdown | None:
         return cycle_breakdown(md)

@@ -11,11 +11,13 @@ and the selected GPU's render node, the groups owning them, and seccomp off.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from orchestrator.core.engine import KEEP_GROUPS, EngineKind
 from orchestrator.core.settings import GromacsSource, Settings
 from orchestrator.parsers.breakdown import KernelBreakdown
 from orchestrator.parsers.codegen import probe_argv
@@ -33,7 +35,20 @@ from orchestrator.platforms.base import (
     Platform,
     Probe,
     ProfileMode,
+    ProfileOutcome,
+    ProfilerOptions,
     common_cmake_flags,
+)
+from orchestrator.platforms.rocm_profilers import (
+    COUNTERS_DIR,
+    ROCM_BIN,
+    SYSTRACE_CAPS,
+    SYSTRACE_DIR,
+    counters_outcome,
+    counters_script,
+    systrace_outcome,
+    systrace_problems,
+    systrace_script,
 )
 
 #: What hipcc injects; going through clang directly puts these on us (field report).
@@ -43,8 +58,8 @@ HIP_DEV_FLAGS = (
     "-Wno-pass-failed"
 )
 DEFAULT_ARCH = "gfx1201"
-#: Where the profilers write, inside the run directory.
-TRACE_DIR, COUNTERS_DIR = "rocprof", "rocprof-compute"
+#: Where the kernel trace goes, inside the run directory.
+TRACE_DIR = "rocprof"
 #: GPU performance levels that count as pinned for benchmarking.
 PINNED_LEVELS = ("high", "profile_peak", "profile_standard")
 #: The LLVM major Debian's hipcc (7.0.2) drives; its builder template checks it.
@@ -320,9 +335,14 @@ class RocmPlatform(Platform):
 
     # Running -------------------------------------------------------------------------
 
-    def container_options(self, device: int) -> ContainerOptions:
+    def container_options(
+        self, device: int, profile: ProfileMode = "none", engine: EngineKind | None = None
+    ) -> ContainerOptions:
         opts = ContainerOptions(security_opt=["seccomp=unconfined"])
         nodes = [self.dev_root / "kfd", self.dev_root / "dri" / f"renderD{128 + device}"]
+        keep_groups = engine is not None and engine.name == "podman" and engine.rootless
+        if keep_groups:  # rootless Podman: numeric host gids mean nothing in the user
+            opts.group_add.append(KEEP_GROUPS)  # namespace; crun passes the user's own
         for node in nodes:
             host = f"/dev/{node.relative_to(self.dev_root)}"
             opts.devices.append(f"{host}:{host}:rwm")
@@ -335,22 +355,36 @@ class RocmPlatform(Platform):
                     f"on a machine without a GPU, --cpu-only runs this build on the CPU)"
                 )
                 continue
-            if gid not in opts.group_add:
+            if not keep_groups and gid not in opts.group_add:
                 opts.group_add.append(gid)
         visible = str(device)
         opts.environment = {"HIP_VISIBLE_DEVICES": visible, "ROCR_VISIBLE_DEVICES": visible}
+        if profile == "systrace":
+            opts.cap_add = list(SYSTRACE_CAPS)
         return opts
 
-    def wrap(self, mdrun: list[str], profile: ProfileMode, workdir: str) -> list[str]:
+    def launch(
+        self, mdrun: list[str], profile: ProfileMode, workdir: str,
+        options: ProfilerOptions | None = None,
+    ) -> str:  # fmt: skip
+        """mdrun, or mdrun under a profiler of the image's ROCm ($ROCM_PATH/bin)."""
+        options = options or ProfilerOptions()
         if profile == "trace":
-            return [
-                "rocprofv3", "--kernel-trace", "--stats", "--output-format", "csv",
-                "-d", f"{workdir}/{TRACE_DIR}", "--", *mdrun,
-            ]  # fmt: skip
+            trace = ["--kernel-trace", "--stats", "--output-format", "csv",
+                     "-d", f"{workdir}/{TRACE_DIR}", "--", *mdrun]  # fmt: skip
+            return f'exec {ROCM_BIN}/rocprofv3" {shlex.join(trace)}\n'
         if profile == "counters":
-            return ["rocprof-compute", "profile", "-n", "gmxbench", "-p",
-                    f"{workdir}/{COUNTERS_DIR}", "--", *mdrun]  # fmt: skip
-        return mdrun
+            return counters_script(mdrun, workdir, options.counters_args)
+        if profile == "systrace":
+            return systrace_script(mdrun, workdir, options)
+        return "exec " + shlex.join(mdrun) + "\n"
+
+    def profile_outcome(self, run_dir: Path, profile: ProfileMode) -> ProfileOutcome | None:
+        if profile == "counters":
+            return counters_outcome(run_dir / COUNTERS_DIR)
+        if profile == "systrace":
+            return systrace_outcome(run_dir / SYSTRACE_DIR)
+        return None
 
     def default_profile(self, stack: str | None) -> ProfileMode:
         """The kernel trace, where the image's stack ships rocprofv3."""
@@ -368,10 +402,12 @@ class RocmPlatform(Platform):
         problems = super().preflight(simd, gpu_arch, options)
         if profile != "none" and stack in STACKS and not STACKS[stack].has_profilers:
             problems.append(
-                f"--profile={profile} needs AMD's profilers (rocprofv3, rocprof-compute), which "
-                f"the {stack} ROCm stack does not ship; run without --profile, or build with "
-                f"ORCH_ROCM_STACK=amd"
+                f"--profile={profile} needs AMD's profilers (rocprofv3, rocprof-compute, "
+                f"rocprof-sys), which the {stack} ROCm stack does not ship; run without "
+                "--profile, or build with ORCH_ROCM_STACK=amd"
             )
+        elif profile == "systrace":
+            problems += systrace_problems()
         host_arch = detect_gpu_arch()
         if gpu_arch and host_arch and gpu_arch != host_arch:
             problems.append(

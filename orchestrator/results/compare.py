@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from orchestrator.core.errors import UsageError
 from orchestrator.parsers.categories import CATEGORIES
 from orchestrator.results.codegen_diff import CodegenDiff
+from orchestrator.results.counter_compare import CounterComparison
 from orchestrator.results.paired import compare_pairs
 from orchestrator.results.stats import Verdict, compare_samples
 from orchestrator.runs.store import BASELINE_TAG, Run, RunResult
@@ -67,6 +68,8 @@ class Comparison(BaseModel):
     findings: list[str] = Field(default_factory=list)
     #: The memory ceiling the `bandwidth` recipe measured on the host of these runs.
     ceiling: str | None = None
+    #: rocprof-compute's counters of the top kernels side by side, when both sides have them.
+    counters: CounterComparison | None = None
 
     @property
     def headline(self) -> str:

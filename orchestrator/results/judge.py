@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from orchestrator.results.compare import Comparison, compare_runs
+from orchestrator.results.counter_compare import compare_counters
 from orchestrator.results.kernel_compare import compare_kernel_runs
 from orchestrator.runs.store import Run, RunStore
 
@@ -18,12 +19,19 @@ def compare_groups(
     store: RunStore | None = None,
 ) -> Comparison:
     """`compare_runs` for mdrun runs, `compare_kernel_runs` when any run is a kernel's;
-    with the `store`, an mdrun comparison names the memory ceiling of its host."""
+    with the `store`, an mdrun comparison names the memory ceiling of its host; runs with
+    rocprof-compute's counters on both sides add their top kernels side by side."""
     if any(r.result.kind == "kernel" for r in base + cand):
         return compare_kernel_runs(
             base, cand, threshold_pct=threshold_pct, alpha=alpha, paired=paired
         )
     cmp = compare_runs(base, cand, threshold_pct=threshold_pct, alpha=alpha, paired=paired)
+    base_counters = [r.counters for r in base if r.counters is not None]
+    cand_counters = [r.counters for r in cand if r.counters is not None]
+    if base_counters and cand_counters:
+        cmp.counters = compare_counters(base_counters, cand_counters,
+                                        baseline_label=base[0].result.build,
+                                        candidate_label=cand[0].result.build)  # fmt: skip
     sweep = store.ceiling(cand[0].result.host.hostname) if store is not None else None
     if sweep is not None and sweep.metrics:
         ro, rw = sweep.metrics["ro_largest"].value, sweep.metrics["rw_largest"].value

@@ -7,8 +7,10 @@ from typing import Literal
 from tabulate import tabulate
 
 from orchestrator.parsers.kernelbench import parse_bytes
+from orchestrator.parsers.rocprof_sys import SystemTrace
 from orchestrator.results.codegen_diff import summary_lines
 from orchestrator.results.compare import Comparison
+from orchestrator.results.counter_compare import render_comparison
 from orchestrator.results.history import Bisect, Series
 from orchestrator.results.stats import Verdict
 from orchestrator.runs.store import RunResult
@@ -86,6 +88,20 @@ def codegen_lines(cmp: Comparison) -> list[str]:
     return lines
 
 
+def top_functions_text(trace: SystemTrace, top: int = 15) -> str:
+    """rocprof-sys's wall-clock profile as a table: the functions that took longest."""
+    rows = [
+        [_short(f.name), f.thread if f.thread is not None else "", f.depth, f.count,
+         f"{f.total_s:.4g}", "" if f.self_s is None else f"{f.self_s:.4g}"]
+        for f in trace.functions[:top]
+    ]  # fmt: skip
+    headers = ["function", "thread", "depth", "calls", "total s", "self s"]
+    title = f"top {len(rows)} of {len(trace.functions)} functions by wall-clock time"
+    if trace.wall_clock_s is not None:
+        title += f" (the program: {trace.wall_clock_s:.4g} s)"
+    return f"{title}\n{tabulate(rows, headers=headers)}\n"
+
+
 def kernel_run_text(result: RunResult) -> str:
     """A finished kernel run as a person reads it: per-size table, single metrics, facts."""
     metrics = result.metrics or {}
@@ -142,6 +158,8 @@ def render(cmp: Comparison, fmt: Format = "simple") -> str:
         lines.append(f"top {len(cmp.kernels)} kernels, median call duration in each run:")
         lines += [tabulate(kernel_rows(cmp), headers=HEADERS, tablefmt=style), ""]
     lines += codegen_lines(cmp)
+    if cmp.counters is not None:
+        lines += [render_comparison(cmp.counters, "github" if fmt == "markdown" else "simple")]
     lines += cmp.findings
     lines += [cmp.ceiling] if cmp.ceiling else []
     if not cmp.comparable and cmp.comparable_note:

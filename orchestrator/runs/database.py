@@ -20,10 +20,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import (
     Boolean,
     Column,
@@ -155,7 +151,7 @@ bisect_steps = Table(
 RECORD_ONLY = frozenset({
     "schema_version", "return_code", "hour_per_ns", "mdrun_wall_seconds", "setup_seconds",
     "command", "mdrun_args", "steps", "atoms", "ntomp", "device", "pme_grid", "coulomb_cutoff",
-    "energies", "owner", "noise", "facts",
+    "energies", "owner", "noise", "facts", "batch_job", "profile",
 })  # fmt: skip
 #: `RunResult` fields whose values live in other columns or tables.
 ELSEWHERE = frozenset({"run_id", "timestamp", "image", "metrics"})
@@ -203,6 +199,13 @@ class Database:
         """Upgrade to `revision` (serialised between processes); refuse a newer schema."""
         if self._ready and revision == "head":
             return
+        # Imported here: alembic is a third of every command's start-up (a batch job's too)
+        # and only a write or a schema check needs it.
+        from alembic import command
+        from alembic.config import Config
+        from alembic.runtime.migration import MigrationContext
+        from alembic.script import ScriptDirectory
+
         config = Config()
         config.set_main_option("script_location", str(MIGRATIONS))
         known = {rev.revision for rev in ScriptDirectory.from_config(config).walk_revisions()}
@@ -222,6 +225,8 @@ class Database:
         self._ready = revision == "head"
 
     def revision(self) -> str | None:
+        from alembic.runtime.migration import MigrationContext
+
         with self.engine.connect() as conn:
             return MigrationContext.configure(conn).get_current_revision()
 

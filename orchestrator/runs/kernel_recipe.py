@@ -17,6 +17,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from orchestrator.core.errors import UsageError
+from orchestrator.core.settings import SlurmResources
 from orchestrator.parsers.kernelbench import Better, format_bytes, parse_bytes
 
 SWEEP = "sweep"
@@ -52,6 +53,8 @@ class KernelRecipe(_Model):
     #: The metric of the one-line verdict (bench's repeats aim at its precision).
     headline: str
     notes: str | None = None
+    #: What a batch job of this recipe asks SLURM for (a GPU type, a longer time).
+    slurm: SlurmResources | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> KernelRecipe:
@@ -97,6 +100,7 @@ class KernelRecipe(_Model):
             description=self.description,
             metrics=list(self.metrics),
             headline=self.headline,
+            slurm=self.slurm,
         )
 
 
@@ -113,6 +117,7 @@ class ResolvedKernel(_Model):
     metrics: list[MetricSpec]
     headline: str
     source: str | None = None
+    slurm: SlurmResources | None = None
 
     def spec(self, metric: str) -> MetricSpec | None:
         """The declaration of `metric` (`ro@64MiB` is declared as `ro`, per size)."""

@@ -42,6 +42,8 @@ from urllib.parse import urlsplit
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from orchestrator.core.errors import UsageError
+from orchestrator.core.settings import SlurmResources
+from orchestrator.platforms.base import ProfilerOptions
 from orchestrator.runs.kernel_recipe import KernelRecipe, ResolvedKernel
 
 #: The recipes shipped with the tool (package data).
@@ -234,6 +236,10 @@ class Recipe(_Model):
     homepage: str | None = None
     attribution: str | None = None
     notes: str | None = None
+    #: What a batch job of this system asks SLURM for (a GPU type, a longer time).
+    slurm: SlurmResources | None = None
+    #: rocprof-sys settings and rocprof-compute arguments for this system's profiled runs.
+    profiler: ProfilerOptions | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> Recipe:
@@ -323,6 +329,8 @@ class Recipe(_Model):
             tpr=_fill(self.tpr.model_dump(), values | {"steps": "@steps@"}),
             input_key="/".join(key_parts),
             attribution=self.attribution,
+            slurm=self.slurm,
+            profiler=self.profiler,
         )
 
 
@@ -346,6 +354,8 @@ class ResolvedSystem(_Model):
     attribution: str | None = None
     #: The recipe file it came from.
     source: str | None = None
+    slurm: SlurmResources | None = None
+    profiler: ProfilerOptions | None = None
 
     @property
     def generated(self) -> bool:

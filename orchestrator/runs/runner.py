@@ -11,7 +11,7 @@ removes the container.
 from __future__ import annotations
 
 import json
-import shlex
+import os
 import shutil
 import time
 from dataclasses import dataclass, field, replace
@@ -30,7 +30,7 @@ from orchestrator.images.gromacs import gromacs_ref
 from orchestrator.images.provenance import container_labels, label
 from orchestrator.parsers.mdlog import MdLog, parse_mdlog
 from orchestrator.platforms import active, get, host_cpu
-from orchestrator.platforms.base import Platform, ProfileMode
+from orchestrator.platforms.base import Platform, ProfileMode, ProfilerOptions
 from orchestrator.runs import database, kernel_runs, store
 from orchestrator.runs.hostinfo import HostInfo, NoiseSampler
 from orchestrator.runs.hostinfo import collect as collect_host
@@ -75,6 +75,11 @@ class RunRequest:
     #: Run a GPU build on the host CPU only (`-nb cpu -pme cpu`, no devices): proves a
     #: GPU image complete on a machine without a GPU, or measures its host code.
     cpu_only: bool = False
+    #: rocprof-sys's mode and settings, rocprof-compute's arguments, over the recipe's.
+    profiler: ProfilerOptions | None = None
+    #: Index the run in the results database as it ends; a batch job's run is indexed by
+    #: the host that submitted it instead, which holds the database's address.
+    record: bool = True
 
 
 #: mdrun options that keep every task on the CPU, for `cpu_only` runs of GPU builds.
@@ -152,25 +157,23 @@ def plan_run(
     if req.cpu_only:
         platform = host_cpu()
     steps = _user_steps(req.mdrun_args) or req.steps or system.default_steps
-    tag = req.tag or datetime.now(UTC).strftime("run-%Y%m%d-%H%M%S")
+    tag = req.tag or default_tag()
     run_dir = RunStore(settings.results_dir).path(store.run_id(build_name, system.name, tag))
     ntomp = settings.jobs
     user_args = req.mdrun_args
     if req.cpu_only:
         user_args = [*user_args, *(a for a in CPU_ONLY_ARGS if a not in user_args)]
     mdrun = mdrun_command(ntomp, steps, system.mdrun_args, user_args)
-    wrapped = platform.wrap(mdrun, req.profile, store.CONTAINER_DIR)
+    profiler = (system.profiler or ProfilerOptions()).merged(req.profiler)
     script = (
         "#!/bin/sh\n# written by gmxbench: prepare topol.tpr, then mdrun\n"
         f"cd {store.CONTAINER_DIR}\n"
         f"date +%s.%N > {store.TIMES_FILE}\n"
         + system.setup_script(f"{store.CONTAINER_DIR}/{store.INPUTS_DIR}", steps)
         + f"date +%s.%N >> {store.TIMES_FILE}\n"
-        + "exec "
-        + shlex.join(wrapped)
-        + "\n"
+        + platform.launch(mdrun, req.profile, store.CONTAINER_DIR, profiler)
     )
-    options = platform.container_options(req.device)
+    options = platform.container_options(req.device, req.profile, engine.kind(client))
     container: dict[str, Any] = {
         "image": image.id if image is not None else ref,
         "image_tag": ref,
@@ -193,6 +196,26 @@ def plan_run(
                 steps, ntomp, mdrun, script, container, problems)  # fmt: skip
 
 
+def default_tag() -> str:
+    """A run's tag when none is given: when it started, in UTC."""
+    return datetime.now(UTC).strftime("run-%Y%m%d-%H%M%S")
+
+
+def run_id_of(client: Client, settings: Settings, req: RunRequest) -> str:
+    """The id `plan_run` will give this request's run (its tag given), building nothing:
+    what a batch job is named by, so a restarted orchestrator finds its jobs."""
+    assert req.tag, "a run handed to an executor has its tag"
+    system = load_system(req.system, settings.recipes_dirs)
+    ref = gromacs_ref(req.build)
+    image = engine.image(client, ref)
+    build = req.build
+    if isinstance(system, ResolvedKernel) and image is not None:
+        build = kernels.build_name(image, ref)
+    elif image is not None:
+        build = image.labels.get(label("build")) or req.build
+    return store.run_id(build, system.name, req.tag)
+
+
 def _plan_kernel(
     client: Client, settings: Settings, req: RunRequest, system: ResolvedKernel, emit: Emit
 ) -> Plan:
@@ -200,11 +223,11 @@ def _plan_kernel(
     req = replace(req, profile="none")
     image = kernels.ensure(client, settings, req.build, system.program, emit)
     platform = get(image.labels.get(label("platform")) or "cpu")
-    tag = req.tag or datetime.now(UTC).strftime("run-%Y%m%d-%H%M%S")
+    tag = req.tag or default_tag()
     run_dir = RunStore(settings.results_dir).path(store.run_id(image.build, system.name, tag))
     argv, redirect = kernel_runs.command(system, image, store.CONTAINER_DIR)
     script = kernel_runs.script(argv, redirect, store.TIMES_FILE, store.CONTAINER_DIR)
-    options = platform.container_options(req.device)
+    options = platform.container_options(req.device, engine=engine.kind(client))
     container: dict[str, Any] = {
         "image": image.id,
         "image_tag": image.tag,
@@ -304,8 +327,12 @@ def execute(client: Client, settings: Settings, plan: Plan, emit: Emit = ignore)
             kernel_runs.fill(result, plan.system, run_dir)
         elif (md := _fill_from_log(result, run_dir)) is not None and result.finished:
             _write_breakdown(result, plan, run_dir, md)
+            result.profile = plan.platform.profile_outcome(run_dir, plan.request.profile)
+            if result.profile is not None:
+                RunStore.save_profile(run_dir, result.profile)
         runs.save(run_dir, result)
-    database.record_quietly(settings, run_dir, result, emit)
+    if plan.request.record:
+        database.record_quietly(settings, run_dir, result, emit)
     tail = "" if result.finished else store.log_tail(run_dir)
     emit(RunEnded(f"{result.run_id} ended", result, tail))
     if stopped is not None:
@@ -336,6 +363,7 @@ def _new_record(plan: Plan, run: str, host: HostInfo) -> RunResult:
         ntomp=plan.ntomp,
         device=plan.request.device if plan.platform.has_devices else None,
         owner=OWNER,
+        batch_job=os.environ.get("SLURM_JOB_ID"),
     )
 
 

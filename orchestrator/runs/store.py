@@ -4,7 +4,9 @@
         result.json                        `RunResult`, written at start and at the end
         kernel_result.json                 the per-category breakdown of a finished run
         .gmxbench-heartbeat                touched by the runner while the run is on
+        scheduler.json, scheduler.log      a batch job's end as its scheduler saw it
         run.sh, topol.*, stdout.log, stderr.log, inputs/, and what the profiler wrote
+    results/.scheduler/<run id>.sh|.out    a batch job's script and output until it ends
 
 Repeats of one measurement are a group: tags `<tag>-r1`, `<tag>-r2`, …; the group is
 named by `<build>__<system>__<tag>`. A run that did not finish is recorded with
@@ -30,7 +32,10 @@ from orchestrator.parsers import detect
 from orchestrator.parsers.breakdown import KernelBreakdown
 from orchestrator.parsers.kernelbench import MetricValue
 from orchestrator.parsers.mdlog import parse_mdlog
+from orchestrator.parsers.rocprof_compute import CounterSummary
+from orchestrator.parsers.rocprof_sys import SystemTrace
 from orchestrator.platforms import PLATFORMS
+from orchestrator.platforms.base import ProfileOutcome
 from orchestrator.runs.hostinfo import HostInfo, HostNoise
 from orchestrator.runs.liveness import STALE_SECONDS, Owner, heartbeat_age
 
@@ -49,6 +54,12 @@ HEARTBEAT_FILE = ".gmxbench-heartbeat"
 DEFFNM = "topol"
 #: The md.log of a run directory: ours, or mdrun's default name in a run made by hand.
 LOG_NAMES = (f"{DEFFNM}.log", "md.log")
+#: A batch job's end as its scheduler saw it, and the job's own output (`SchedulerRecord`).
+SCHEDULER_FILE, SCHEDULER_LOG = "scheduler.json", "scheduler.log"
+#: rocprof-compute's counters per kernel, and rocprof-sys's files and top functions.
+COUNTERS_FILE, SYSTRACE_FILE = "counters.json", "systrace.json"
+#: Job scripts and outputs of runs handed to a batch system, beside the run directories.
+SCHEDULER_DIR = ".scheduler"
 #: Where a run directory is mounted in its container.
 CONTAINER_DIR = "/run"
 #: The tag that marks the baseline runs of a build and system.
@@ -107,6 +118,10 @@ class RunResult(BaseModel):
     cpu_only: bool = False
     #: What else the machine ran meanwhile (other processes, steal, containers).
     noise: HostNoise | None = None
+    #: The batch job that ran it (SLURM_JOB_ID on its node); its end is `SchedulerRecord`.
+    batch_job: str | None = None
+    #: What a counters or systrace profiler did (its findings: `COUNTERS_FILE`, `SYSTRACE_FILE`).
+    profile: ProfileOutcome | None = None
     #: mdrun on a GROMACS system, or a kernel benchmark (`runs.kernel_recipe`).
     kind: Literal["gromacs", "kernel"] = "gromacs"
     #: A kernel run's numbers, each with the unit and direction its recipe declares.
@@ -124,6 +139,28 @@ class RunResult(BaseModel):
         return self.ns_per_day
 
 
+class SchedulerRecord(BaseModel):
+    """A run's batch job as its scheduler saw it, written by the host that submitted it.
+
+    The scheduler has the last word: a job that did not complete (cancelled, timed out,
+    its node lost) makes its run failed with `failure`, whatever its own record says, since
+    the node's process may have written that record before or after the job was lost.
+    """
+
+    executor: Literal["slurm"] = "slurm"
+    job_id: str
+    job_name: str
+    #: The scheduler's final state (COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL, …).
+    state: str
+    reason: str | None = None
+    exit_code: str | None = None
+    node: str | None = None
+    submitted: str | None = None
+    ended: str | None = None
+    #: Why the run does not count, in the scheduler's words; None when the job completed.
+    failure: str | None = None
+
+
 RunState = Literal["finished", "failed", "running", "abandoned", "unreadable"]
 
 
@@ -139,11 +176,13 @@ class Status:
 
 @dataclass
 class Run:
-    """A run as compare reads it: its directory, its record and its breakdown."""
+    """A run as compare reads it: its directory, its record, its breakdown and, from
+    `--profile=counters`, its hardware counters per kernel."""
 
     path: Path
     result: RunResult
     breakdown: KernelBreakdown | None
+    counters: CounterSummary | None = None
 
 
 def run_id(build: str, system: str, tag: str) -> str:
@@ -206,11 +245,58 @@ class RunStore:
 
     @staticmethod
     def load(run_dir: Path) -> RunResult:
-        return read_model(run_dir / RESULT_FILE, RunResult, "a run record", _fix(run_dir))
+        """The run's record, failed by its batch job's end where the scheduler says so."""
+        result = read_model(run_dir / RESULT_FILE, RunResult, "a run record", _fix(run_dir))
+        job = RunStore.scheduler(run_dir)
+        if job is not None and job.failure is not None:
+            result.finished, result.failure = False, job.failure
+            result.ns_per_day = result.hour_per_ns = result.mdrun_wall_seconds = None
+            result.metrics = None
+        return result
+
+    @staticmethod
+    def scheduler(run_dir: Path) -> SchedulerRecord | None:
+        path = run_dir / SCHEDULER_FILE
+        if not path.exists():
+            return None
+        return read_model(path, SchedulerRecord, "a batch job record", _fix(run_dir))
+
+    @staticmethod
+    def save_scheduler(run_dir: Path, job: SchedulerRecord) -> Path:
+        return write_atomic(run_dir / SCHEDULER_FILE, job.model_dump_json(indent=2) + "\n")
+
+    def job_files(self, run: str) -> tuple[Path, Path]:
+        """Where a batch job's script and output go before its run directory exists."""
+        folder = self.root / SCHEDULER_DIR
+        return folder / f"{run}.sh", folder / f"{run}.out"
 
     @staticmethod
     def save_breakdown(run_dir: Path, breakdown: KernelBreakdown) -> Path:
         return write_atomic(run_dir / KERNEL_FILE, breakdown.model_dump_json(indent=2) + "\n")
+
+    @staticmethod
+    def save_profile(run_dir: Path, outcome: ProfileOutcome) -> None:
+        """What a profiler found, in a file of its own beside the record."""
+        if outcome.counters is not None:
+            write_atomic(run_dir / COUNTERS_FILE, outcome.counters.model_dump_json(indent=2))
+        if outcome.trace is not None:
+            write_atomic(run_dir / SYSTRACE_FILE, outcome.trace.model_dump_json(indent=2))
+
+    @staticmethod
+    def system_trace(run_dir: Path) -> SystemTrace | None:
+        path = run_dir / SYSTRACE_FILE
+        if not path.exists():
+            return None
+        fix = f"Delete it and run `gmxbench run` again to trace {run_dir.name} anew."
+        return read_model(path, SystemTrace, "a rocprof-sys summary", fix)
+
+    @staticmethod
+    def counters(run_dir: Path) -> CounterSummary | None:
+        path = run_dir / COUNTERS_FILE
+        if not path.exists():
+            return None
+        fix = f"Delete it to compare {run_dir.name} without counters, or run it again."
+        return read_model(path, CounterSummary, "a counter summary", fix)
 
     @staticmethod
     def breakdown(run_dir: Path) -> KernelBreakdown | None:
@@ -302,7 +388,7 @@ class RunStore:
     def _run(self, path: Path, result: RunResult) -> Run:
         if result.schema_version < 2 and (log := log_file(path)) is not None:
             result.energies = parse_mdlog(log).energies  # recorded before schema 2
-        return Run(path, result, self.breakdown(path))
+        return Run(path, result, self.breakdown(path), self.counters(path))
 
 
 CLEAN_HINT = (

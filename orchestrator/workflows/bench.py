@@ -28,6 +28,7 @@ from orchestrator.results.compare import Comparison
 from orchestrator.results.judge import compare_groups
 from orchestrator.results.paired import baseline_first, ci_halfwidth_pct, repeat_plan
 from orchestrator.runs import runner, store
+from orchestrator.runs.executors import Job, executor_for
 from orchestrator.runs.kernel_recipe import ResolvedKernel
 from orchestrator.runs.recipe import load_system
 from orchestrator.runs.store import RunResult, RunStore
@@ -214,41 +215,43 @@ def runs(client: Client, settings: Settings, req: BenchRequest, sides: Sides, em
     )
     values: tuple[list[float], list[float]] = ([], [])
     how_many = str(plan.most) if not plan.adaptive else f"{plan.first}–{plan.most}"
+    executor = executor_for(client, settings)
     while more := plan.more(*values, threshold_pct=req.threshold_pct, alpha=req.alpha):
         if groups.pairs >= 2:
             width = ci_halfwidth_pct(*values, alpha=req.alpha)
             emit(Step(f"{groups.pairs} pairs: the ns/day ratio is known to ±{width:.1f}%, "
                       f"wider than ±{req.threshold_pct:g}%: {more} more pairs"))  # fmt: skip
+        batch: list[Job] = []
+        candidates: list[bool] = []  # whether each job is the candidate's
         for _ in range(more):
             groups.pairs += 1
             order = [(baseline, base_tag, "baseline"), (candidate, tag, "candidate")]
             for image, group_tag, side in order if baseline_first(groups.pairs) else order[::-1]:
-                emit(Step(f"pair {groups.pairs} of {how_many}, {side}: {image.build} on {system}"))
+                label = f"pair {groups.pairs} of {how_many}, {side}: {image.build} on {system}"
                 run_tag = store.repeat_tag(group_tag, groups.pairs, plan.most)
-                result = _run(client, settings, image, system, run_tag, req, emit)
-                groups.results.append(result)
-                values[side == "candidate"].append(result.headline_value() or 0.0)
+                batch.append(Job(label, _request(settings, image, system, run_tag, req)))
+                candidates.append(side == "candidate")
+        (ran,) = executor.run([batch], emit, stop_on_failure=True)
+        for is_candidate, result in zip(candidates, ran, strict=False):
+            if not result.finished:
+                raise UserError(
+                    f"Run {result.run_id} did not finish ({result.failure}); it is recorded as "
+                    f"unfinished in {settings.results_dir / result.run_id}. No verdict without it."
+                )
+            groups.results.append(result)
+            values[is_candidate].append(result.headline_value() or 0.0)
     return groups
 
 
-def _run(
-    client: Client, settings: Settings, image: ImageRecord, system: str, tag: str,
-    req: BenchRequest, emit: Emit,
-) -> RunResult:  # fmt: skip
-    request = runner.RunRequest(
+def _request(
+    settings: Settings, image: ImageRecord, system: str, tag: str, req: BenchRequest
+) -> runner.RunRequest:  # fmt: skip
+    return runner.RunRequest(
         build=image.tag if _kernel(settings, req) else image.build or "", system=system, tag=tag,
         profile=req.profile or get(image.platform or "cpu").default_profile(image.rocm_stack),
         mdrun_args=req.mdrun_args, steps=req.steps, llvm_commit=image.llvm_commit,
         cpu_only=req.cpu_only,
     )  # fmt: skip
-    plan = runner.plan_run(client, settings, request, emit=emit)
-    result = runner.execute(client, settings, plan, emit)
-    if not result.finished:
-        raise UserError(
-            f"Run {result.run_id} did not finish ({result.failure}); it is recorded as "
-            f"unfinished in {settings.results_dir / result.run_id}. No verdict without it."
-        )
-    return result
 
 
 def diff(settings: Settings, req: BenchRequest, groups: Groups, emit: Emit) -> Comparison:

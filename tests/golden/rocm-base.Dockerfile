@@ -1,6 +1,6 @@
-# Builder base of the ROCm platform: ROCm 7.12 at the reference path
-# /opt/rocm/core-7.12, GROMACS' HIP build dependencies and rocprofv3. Stable and dev
-# GROMACS images and LLVM toolchains all start here.
+# Builder base of the ROCm platform: ROCm 7.12 at /opt/rocm/core-7.12, GROMACS' HIP
+# build dependencies and AMD's profilers (rocprofv3, rocprof-compute, rocprof-sys). Stable
+# and dev GROMACS images and LLVM toolchains all start here.
 FROM rocm/dev-ubuntu-24.04:7.12-complete
 ENV DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
@@ -15,18 +15,21 @@ RUN apt-get update \
       exit 1; \
     fi
 # ROCm development packages GROMACS HIP needs (rocPRIM, hipFFT/rocFFT, hiprtc in hip-dev,
-# amdclang++ and the device libraries in rocm-llvm-dev, rocprofv3 in rocprofiler-sdk).
-# -complete images already have them, and then nothing is installed. Otherwise the names
-# the configured apt repository knows are installed (repo.radeon.com names); a TheRock
-# base (repo.amd.com, amdrocm-* packages) must come with its core SDK, which the check
-# below reports.
+# amdclang++ and the device libraries in rocm-llvm-dev) and the profilers (rocprofv3 in
+# rocprofiler-sdk, rocprof-compute in rocprofiler-compute, rocprof-sys in
+# rocprofiler-systems). -complete images already have them, and then nothing is
+# installed. Otherwise the names the configured apt repository knows are installed
+# (repo.radeon.com names); a TheRock base (repo.amd.com, amdrocm-* packages) must come with
+# its core SDK and amdrocm-profiler, which the checks below report.
 RUN root="$(readlink -e /opt/rocm/core-7.12 2>/dev/null || readlink -e /opt/rocm 2>/dev/null || true)"; \
     if [ -x "$root/bin/amdclang++" ] && [ -x "$root/bin/rocprofv3" ] && [ -x "$root/bin/hipcc" ] \
+       && [ -x "$root/bin/rocprof-compute" ] && [ -x "$root/bin/rocprof-sys-sample" ] \
        && [ -f "$root/lib/cmake/rocprim/rocprim-config.cmake" ] && [ -f "$root/include/hip/hiprtc.h" ]; then \
       echo "ROCm development packages already in $root"; \
     else \
       apt-get update \
-      && for p in hip-dev rocprim-dev hipfft-dev rocfft-dev rocprofiler-sdk rocm-llvm-dev; do \
+      && for p in hip-dev rocprim-dev hipfft-dev rocfft-dev rocprofiler-sdk rocm-llvm-dev \
+                  rocprofiler-compute rocprofiler-systems; do \
            if apt-cache show "$p" > /dev/null 2>&1; then echo "$p"; fi; \
          done | xargs -r apt-get install -y --no-install-recommends \
       && rm -rf /var/lib/apt/lists/*; \
@@ -53,6 +56,13 @@ RUN test -x /opt/rocm/core-7.12/bin/amdclang++ \
       || { echo "missing /opt/rocm/core-7.12/bin/amdclang++ (rocm-llvm): the stable HIP compiler" >&2; exit 1; } \
  && test -x /opt/rocm/core-7.12/bin/rocprofv3 \
       || { echo "missing /opt/rocm/core-7.12/bin/rocprofv3 (rocprofiler-sdk): the kernel profiler" >&2; exit 1; } \
+ && test -x /opt/rocm/core-7.12/bin/rocprof-compute \
+      || { echo "missing /opt/rocm/core-7.12/bin/rocprof-compute (--profile=counters): add package rocprofiler-compute (ROCm 6.3-7.x apt repository) or amdrocm-profiler (TheRock core SDK) to the base image" >&2; exit 1; } \
+ && test -x /opt/rocm/core-7.12/bin/rocprof-sys-sample \
+      || { echo "missing /opt/rocm/core-7.12/bin/rocprof-sys-sample (--profile=systrace): add package rocprofiler-systems (ROCm 6.3-7.x apt repository) or amdrocm-profiler (TheRock core SDK) to the base image" >&2; exit 1; } \
+ && if ! /opt/rocm/core-7.12/bin/rocprof-compute --version > /dev/null 2>&1; then \
+      echo "warning: rocprof-compute does not start (its Python packages?): --profile=counters will record its error; pip install -r /opt/rocm/core-7.12/libexec/rocprofiler-compute/requirements.txt" >&2; \
+    fi \
  && test -x /opt/rocm/core-7.12/bin/hipcc \
       || { echo "missing /opt/rocm/core-7.12/bin/hipcc (hip-dev): GROMACS checks HIP flags with it" >&2; exit 1; } \
  && test -f /opt/rocm/core-7.12/lib/cmake/rocprim/rocprim-config.cmake \

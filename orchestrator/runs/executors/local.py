@@ -1,0 +1,31 @@
+"""The local executor: one run after another in this process, on this machine's engine."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from orchestrator.core.events import Emit, Step, ignore
+from orchestrator.runs import runner
+from orchestrator.runs.executors.base import Chain, Executor
+from orchestrator.runs.store import RunResult
+
+
+class LocalExecutor(Executor):
+    """One run after another in this process, on this machine's engine."""
+
+    name = "local"
+
+    def run(
+        self, chains: Sequence[Chain], emit: Emit = ignore, *, stop_on_failure: bool = False
+    ) -> list[list[RunResult]]:
+        done: list[list[RunResult]] = []
+        for chain in chains:
+            done.append([])
+            for job in chain:
+                emit(Step(job.label))
+                plan = runner.plan_run(self.client, self.settings, job.request, emit=emit)
+                result = runner.execute(self.client, self.settings, plan, emit)
+                done[-1].append(result)
+                if stop_on_failure and not result.finished:
+                    return done
+        return done
