@@ -53,7 +53,6 @@ from typing import IO
 from pydantic import BaseModel, Field
 
 from orchestrator.core.errors import UserError
-from orchestrator.core.files import read_model, write_atomic
 from orchestrator.parsers.categories import classify
 from orchestrator.parsers.occupancy import TARGETS, occupancy_detail
 
@@ -68,11 +67,9 @@ __all__ = [
     "clean_kernel_name",
     "find_workload",
     "find_workloads",
-    "load_counters",
     "parse_analyze_dir",
     "parse_sysinfo",
     "parse_workload",
-    "save_counters",
     "unsupported_arch",
 ]
 
@@ -922,22 +919,4 @@ def parse_workload(path: Path, analysis: Path | None = None) -> CounterSummary:
         kernels=kernels,
         analyze=analyze,
         notes=notes,
-    )
-
-
-# --- counters.json -------------------------------------------------------------------------
-
-
-def save_counters(summary: CounterSummary, path: Path) -> Path:
-    """Write ``counters.json`` atomically."""
-    return write_atomic(path, summary.model_dump_json(indent=2) + "\n")
-
-
-def load_counters(path: Path) -> CounterSummary:
-    """Read ``counters.json`` back, or a one-paragraph error naming it."""
-    return read_model(
-        path,
-        CounterSummary,
-        "rocprof-compute counter summary",
-        "Parse the workload again (rocprof-compute workload directory → counters.json).",
     )
