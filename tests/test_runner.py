@@ -328,3 +328,24 @@ def test_ctrl_c_records_the_run_unfinished_and_exits_130(
     assert "interrupted" in (result.failure or "")
     assert (run_dir / "stderr.log").exists()
     assert not engine.containers.list(all=True, filters={"label": "gmxbench.role=run"})
+
+
+@engine_mark
+def test_a_container_name_in_use_is_a_clear_error(
+    engine: Any, stable_image: Any, tmp_path: Path
+) -> None:
+    """Two runs of one run id on one engine (two results folders): the second is refused
+    in words, and the first one's container is left alone."""
+    from orchestrator.core import engine as engine_mod
+
+    name = "gmxbench-test-name-in-use"
+    held = engine.containers.create(stable_image.tag, ["true"], name=name)
+    try:
+        with pytest.raises(UserError, match="already exists on this engine"):
+            engine_mod.run(
+                engine, {"image": stable_image.tag, "command": ["true"]}, name=name,
+                timeout=30, logs=(tmp_path / "out", tmp_path / "err"),
+            )  # fmt: skip
+        assert engine.containers.get(name).id == held.id
+    finally:
+        held.remove(force=True)

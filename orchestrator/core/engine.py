@@ -464,7 +464,16 @@ def run(
     removed before this returns or raises. If the engine goes away meanwhile, this
     raises `EngineGone` at once instead of waiting for an engine that may not return.
     """
-    container = _create(client, {**config, "name": name[:120]})
+    try:
+        container = _create(client, {**config, "name": name[:120]})
+    except docker.errors.APIError as exc:
+        if exc.status_code != 409:
+            raise
+        raise UserError(
+            f"A container named {name[:120]} already exists on this engine: a run of the same "
+            "run id is going on (from another results folder?) or a dead run left it. Give this "
+            "run another tag, or see `gmxbench runs clean` once that run is over."
+        ) from None
     streamer = None
     try:
         container.start()
