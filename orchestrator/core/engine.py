@@ -474,6 +474,8 @@ def run(
             "run id is going on (from another results folder?) or a dead run left it. Give this "
             "run another tag, or see `gmxbench runs clean` once that run is over."
         ) from None
+    except requests.exceptions.ConnectionError as exc:  # the engine went while creating it
+        raise _gone(exc) from None
     streamer = None
     try:
         container.start()
