@@ -68,7 +68,7 @@ def test_a_kernel_recipe_is_not_a_gromacs_system() -> None:
 
 
 def test_a_recipe_must_declare_its_headline(tmp_path: Path) -> None:
-    shipped = Path(__file__).parent.parent / "orchestrator/runs/recipes/tune.toml"
+    shipped = Path(__file__).parent.parent / "recipes/tune.toml"
     text = shipped.read_text().replace('headline = "best_ms"', 'headline = "speed"')
     (tmp_path / "tune.toml").write_text(text)
     with pytest.raises(UsageError, match="headline 'speed' is not one of the metrics"):

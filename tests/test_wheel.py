@@ -1,7 +1,8 @@
 """The tool as a user installs it: a wheel in a fresh venv, run outside the checkout.
 
-Templates and recipes are package data, so the installed `gmxbench` renders, lists
-recipes and finds a user's own recipe folder (`ORCH_RECIPES_DIRS`) with no checkout.
+The top-level `images/` (templates) and `recipes/` are package data of the wheel, so the
+installed `gmxbench` renders, lists recipes and finds a user's own recipe folder
+(`ORCH_RECIPES_DIRS`) with no checkout.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -61,6 +63,18 @@ def _gmxbench(bin_dir: Path, *args: str, cwd: Path, **env: str) -> subprocess.Co
     return _run([str(bin_dir / "gmxbench"), *args], cwd=cwd, env={**clean, **env})
 
 
+def test_every_package_is_listed_for_the_wheel() -> None:
+    """pyproject lists packages by hand (to map images/ and recipes/ into the wheel)."""
+    listed = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    found = {
+        ".".join(init.parent.relative_to(ROOT).parts)
+        for init in (ROOT / "orchestrator").rglob("__init__.py")
+    }
+    assert found <= listed, f"add {sorted(found - listed)} to [tool.setuptools] packages"
+
+
 def test_installed_package_is_not_the_checkout(installed: Path, tmp_path: Path) -> None:
     where = _run(
         [str(installed / "python"), "-c", "import orchestrator; print(orchestrator.__file__)"],
@@ -87,6 +101,7 @@ def test_installed_lists_shipped_and_own_recipes(installed: Path, tmp_path: Path
     names = {row["name"] for row in shipped}
     assert {"water", "water_GMX50", "benchMEM", "benchRIB", "bandwidth", "tune"} <= names
     assert all(Path(row["source"]).is_relative_to(installed.parent) for row in shipped)
+    assert not any(Path(row["source"]).is_relative_to(ROOT) for row in shipped)
 
     mine = tmp_path / "my-recipes"
     mine.mkdir()

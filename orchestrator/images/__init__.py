@@ -3,6 +3,6 @@ compiler, its tag and its checks (hpccm's `building_blocks/` are the model).
 
 `base` (debootstrap) → `builder` → `toolchain_package` / `toolchain_llvm` → `gromacs`;
 `catalog` finds, lists, labels and tags them; `provenance` is their labels and
-lockfiles; `render` reads the templates shipped in `templates/`; `blocks` says which
+lockfiles; `render` reads the templates of the top-level `images/`; `blocks` says which
 block owns which template.
 """

@@ -1,29 +1,28 @@
-"""Dockerfile templates: Jinja with StrictUndefined, shipped as package data.
+"""Dockerfile templates: Jinja with StrictUndefined, from the top-level `images/` folder.
 
-Templates live in `orchestrator/images/templates/` and are read through
-`importlib.resources`, so an installed wheel renders exactly what a checkout does.
-Partials (`_*.j2`) are included by the templates; they are not rendered alone.
+`core.shipped` finds that folder in a checkout or inside an installed wheel, so an
+installed tool renders exactly what a checkout does. Partials (`_*.j2`) are included by
+the templates; they are not rendered alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cache
-from importlib.resources import files
 from typing import Any
 
 import jinja2
 
 from orchestrator.core.errors import UsageError
+from orchestrator.core.shipped import shipped
 
-PACKAGE, FOLDER = "orchestrator.images", "templates"
 SUFFIX = ".Dockerfile.j2"
 
 
 @cache
 def _environment() -> jinja2.Environment:
     return jinja2.Environment(
-        loader=jinja2.PackageLoader(PACKAGE, FOLDER),
+        loader=jinja2.FileSystemLoader(shipped("images")),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,
@@ -34,7 +33,7 @@ def _environment() -> jinja2.Environment:
 
 def templates() -> list[str]:
     """Names of the renderable templates (partials start with `_`)."""
-    folder = files(PACKAGE) / FOLDER
+    folder = shipped("images")
     return sorted(
         item.name.removesuffix(SUFFIX)
         for item in folder.iterdir()

@@ -1,7 +1,7 @@
 """Benchmark recipes: declarative system definitions in TOML files, one per recipe.
 
-The shipped recipes are package data (`orchestrator/runs/recipes/*.toml`); folders named
-by `ORCH_RECIPES_DIRS` (`:`-separated) are searched first, so a site can add systems or
+The shipped recipes are the top-level `recipes/*.toml` (package data in a wheel); folders
+named by `ORCH_RECIPES_DIRS` (`:`-separated) are searched first, so a site can add systems or
 replace a shipped one (say, `benchMEM` from a local mirror) without touching the tool.
 
 A *system name* selects a recipe and, where the recipe has them, a size and a variant:
@@ -34,7 +34,6 @@ import shlex
 import tomllib
 from collections.abc import Iterator, Sequence
 from importlib.abc import Traversable
-from importlib.resources import files
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -43,11 +42,12 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from orchestrator.core.errors import UsageError
 from orchestrator.core.settings import SlurmResources
+from orchestrator.core.shipped import shipped
 from orchestrator.platforms.base import ProfilerOptions
 from orchestrator.runs.kernel_recipe import KernelRecipe, ResolvedKernel
 
-#: The recipes shipped with the tool (package data).
-SHIPPED = files("orchestrator.runs") / "recipes"
+#: The recipes shipped with the tool (`recipes/`, package data in a wheel).
+SHIPPED = shipped("recipes")
 #: The system used when none is named.
 DEFAULT_SYSTEM = "water"
 
