@@ -42,6 +42,14 @@ def lint(session: nox.Session) -> None:
     session.run("python", "-m", "orchestrator", "lint")
 
 
+@nox.session(python=PYTHON)
+def docs(session: nox.Session) -> None:
+    """The manual into docs/_build/html: every warning an error, every internal link checked."""
+    _install(session, "[docs]")
+    strict = ("-W", "--keep-going", "-n", "-E")  # warnings fail the build; a fresh read each time
+    session.run("sphinx-build", *strict, "-b", "html", "docs", "docs/_build/html", *session.posargs)
+
+
 @nox.session(python=PYTHON, default=False)
 def build(session: nox.Session) -> None:
     """`nox -s build -- stable | dev --toolchain IMG | toolchain --package clang-16`."""
