@@ -11,7 +11,7 @@ import nox
 nox.needs_version = ">=2024.4"
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.reuse_existing_virtualenvs = True
-nox.options.sessions = ["lint", "tests"]
+nox.options.sessions = ["lint", "docs", "tests"]
 
 PYTHON = "3.11"
 

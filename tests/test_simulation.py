@@ -3,7 +3,7 @@
 The full tables are `nox -s perf` (benchmarks/bench_stats.py); these check the claims they
 support: the default rule's false alarms stay near alpha with drift and slow runs, power
 grows with pairs, a stored baseline breaks every rule, and the flaws of asv's and LNT's
-rules that the README quotes.
+rules that docs/measurements.md quotes.
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ def register(sub: Commands) -> None:
     p = sub.add_parser(
         "matrix", help="systems × builds × repeats (× GPU types) from a TOML file, summarised"
     )
-    p.add_argument("file", type=Path, help="the matrix (see the README's `matrix` section)")
+    p.add_argument("file", type=Path, help="the matrix (see docs/platforms.md, `matrix`)")
     p.add_argument("--tag", default=None, help="the runs' tag (default: <name>-<UTC time>)")
     executor_option(p)
     verdict_options(p)

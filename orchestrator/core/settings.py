@@ -298,6 +298,6 @@ def load_settings(**overrides: Any) -> Settings:
             shown = "" if secret or isinstance(given, dict) else f" (got {given!r})"
             msg = str(err["msg"]).removeprefix("Value error, ")
             if err["type"] == "extra_forbidden":
-                msg = "is not a known setting; see the settings table in README.md"
+                msg = "is not a known setting; see the settings table in docs/settings.md"
             problems.append(f"{name}{shown}: {msg}")
         raise UsageError("Invalid setting. " + "; ".join(problems) + ".") from None
