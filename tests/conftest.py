@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import subprocess
@@ -11,6 +12,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,28 @@ from typing import Any
 import pytest
 
 ORCH_ENV_PREFIX = "ORCH_"
+_STARTED = pytest.StashKey[datetime]()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_STARTED] = datetime.now(UTC)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """CI's budget at the end of a session that ran engine tests (`tests/ci_budget.py`)."""
+    import ci_budget
+
+    reports = [
+        report
+        for reports in terminalreporter.stats.values()
+        for report in reports
+        if isinstance(report, pytest.TestReport)
+    ]
+    if not any("engine" in report.keywords for report in reports):
+        return
+    basetemp = config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
+    terminalreporter.write_sep("=", "where the time went")
+    terminalreporter.write_line(ci_budget.render(basetemp, config.stash[_STARTED], reports))
 
 
 @pytest.fixture(autouse=True)
@@ -72,6 +96,25 @@ def local_http(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
         httpd.server_close()
 
 
+@contextlib.contextmanager
+def json_webhook() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """A real JSON webhook on 127.0.0.1: its URL and the payloads it received."""
+    received: list[dict[str, Any]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", 0))
+            received.append(json.loads(self.rfile.read(length)))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    with local_http(Handler) as base:
+        yield f"{base}/hooks/gmxbench", received
+
+
 def our_containers(client: Any) -> list[Any]:
     """Containers carrying this project's labels, in any state."""
     return list(client.containers.list(all=True, filters={"label": "gmxbench.role"}))
@@ -118,6 +161,21 @@ def stable_image(engine: Any, cpu_settings: Any) -> Any:
     from orchestrator.images.gromacs import build_gromacs
 
     return build_ours(engine, build_gromacs, cpu_settings, "stable")
+
+
+@pytest.fixture(scope="session")
+def stable_archive(
+    engine: Any, cpu_settings: Any, stable_image: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Path]:
+    """`share save` of the stable image, made once for the share and Podman tests (~30 s)."""
+    from orchestrator.workflows import share
+
+    started = time.monotonic()
+    path = share.save(engine, cpu_settings, stable_image.tag, tmp_path_factory.mktemp("share"))
+    print(f"\nshare save: {time.monotonic() - started:.1f} s, {path.stat().st_size / 1e6:.0f} MB")
+    yield path
+    path.unlink()  # 750 MB: not left for pytest's basetemp rotation
+    share.sidecar(path).unlink()
 
 
 @pytest.fixture(scope="session")

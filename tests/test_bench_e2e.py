@@ -36,6 +36,7 @@ def test_aa_same_build_has_no_significant_change(
     assert "statistics: 5 interleaved pairs" in out
 
 
+@pytest.mark.full_compile  # builds the CPU dev image (see tests/test_images_e2e.py)
 def test_dev_against_stable_with_repeats(
     engine: Any, cpu_settings: Any, stable_image: Any, toolchain_image: str
 ) -> None:

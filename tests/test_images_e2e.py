@@ -21,6 +21,11 @@ from orchestrator.images.provenance import load_lockfile, lockfile_path
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
+#: DEV_ON_REQUEST: the tests of the CPU dev image compile GROMACS from scratch with the
+#: mini-llvm clang (~10 min on 2 cores), one more full compile than CI's one per path, so
+#: they run on request (`-m full_compile`). CI builds its dev image on the ROCm platform
+#: from the compile cache (`tests/test_rocm_loop.py`).
+
 REPO = Path(__file__).resolve().parent.parent
 JSON_KEYS = [
     "tag",
@@ -78,6 +83,7 @@ def test_stable_gmx_version_matches_request(engine: Any, stable_image: Any) -> N
     assert "Precision:          mixed" in out
 
 
+@pytest.mark.full_compile  # the CPU dev image: see DEV_ON_REQUEST
 def test_dev_built_with_toolchain_clang(
     engine: Any, dev_image: Any, toolchain_image: str, mini_llvm: Any
 ) -> None:
@@ -98,6 +104,7 @@ def test_dev_built_with_toolchain_clang(
     assert current.id == dev_image.id
 
 
+@pytest.mark.full_compile  # the CPU dev image: see DEV_ON_REQUEST
 def test_stable_and_dev_flags_differ_only_in_compiler(stable_image: Any, dev_image: Any) -> None:
     def strip(flags: list[str]) -> set[str]:
         return {f for f in flags if "COMPILER" not in f and "INSTALL_PREFIX" not in f}
@@ -164,6 +171,7 @@ def _swapped_compiler() -> str:
     return SWAPPED_COMPILER.replace("{limit}", str(SWAP_LIMIT)) + f"# run {uuid.uuid4()}\n"
 
 
+@pytest.mark.full_compile  # the CPU dev image: see DEV_ON_REQUEST
 def test_changed_compiler_at_same_path_is_never_reused(
     engine: Any, toolchain_image: str, dev_image: Any, tmp_path: Path
 ) -> None:
@@ -204,6 +212,7 @@ def test_changed_compiler_at_same_path_is_never_reused(
     assert not list(settings.results_dir.glob("images/*.lock.json"))
 
 
+@pytest.mark.full_compile  # the CPU dev image: see DEV_ON_REQUEST
 def test_unchanged_compiler_content_takes_everything_from_the_cache(
     engine: Any, cpu_settings: Any, toolchain_image: str, dev_image: Any
 ) -> None:

@@ -5,6 +5,11 @@ toolchain template builds its clang (which forwards to Debian's clang-16), GROMA
 built with it (the session's dev image: the same inputs are found, not rebuilt), both
 sides run interleaved, and the verdict reaches a real local webhook. Everything the
 real LLVM path does runs, except LLVM's own CMake.
+
+CI runs the loop end to end on the ROCm platform (`tests/test_rocm_loop.py`), where the
+dev image comes from the compile cache (only the HIP units). Here the CPU dev image is
+compiled from scratch by the mini-llvm clang (~10 min on 2 cores), one more full compile
+than CI's one per path, so this module runs on request: `nox -s tests -- -m full_compile`.
 """
 
 from __future__ import annotations
@@ -15,18 +20,17 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import local_http
+from conftest import json_webhook
 
 from orchestrator.core import engine as engine_mod
 from orchestrator.images.gromacs import DEV_CURRENT
 from orchestrator.runs.store import RunStore
 
-pytestmark = [pytest.mark.engine, pytest.mark.slow]
+pytestmark = [pytest.mark.engine, pytest.mark.slow, pytest.mark.full_compile]
 
 REPO = Path(__file__).resolve().parent.parent
 SYSTEM, STEPS = "water:3k", "1000"
@@ -34,21 +38,8 @@ SYSTEM, STEPS = "water:3k", "1000"
 
 @pytest.fixture
 def webhook() -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    """A real JSON webhook on 127.0.0.1 and what it received."""
-    received: list[dict[str, Any]] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length", 0))
-            received.append(json.loads(self.rfile.read(length)))
-            self.send_response(204)
-            self.end_headers()
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    with local_http(Handler) as base:
-        yield f"{base}/hooks/gmxbench", received
+    with json_webhook() as hook:
+        yield hook
 
 
 def bench_cli(

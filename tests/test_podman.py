@@ -244,23 +244,21 @@ def test_rocm_plan_on_rootless_podman_keeps_groups(tmp_path: Path) -> None:
 
 def test_stable_image_shared_into_podman_builds_and_runs_a_kernel_benchmark(
     engine: Any,
-    cpu_settings: Any,
     stable_image: Any,
+    stable_archive: Path,
     podman: PodmanService,
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
 ) -> None:
-    """The acceptance run: a BUILD and a RUN of the orchestrator, with Podman as the engine."""
-    started = time.monotonic()
-    archive = share.save(engine, cpu_settings, stable_image.tag, tmp_path)
+    """The acceptance run: a BUILD and a RUN of the orchestrator, with Podman as the engine
+    (the stable image comes by the session's `share save` archive)."""
     saved = time.monotonic()
     monkeypatch.setenv("DOCKER_HOST", podman.address)
     client = engine_mod.connect()  # what every command does: DOCKER_HOST names Podman
     assert engine_mod.kind(client).name == "podman"
     settings = load_settings(platform="cpu", results_dir=tmp_path / "results")
-    record = share.load(client, settings, archive)
+    record = share.load(client, settings, stable_archive)
     loaded = time.monotonic()
-    archive.unlink()
     assert (record.id, record.tag) == (stable_image.id, stable_image.tag)
     image = engine_mod.image(client, stable_image.tag)
     assert image is not None and image.tags == (stable_image.tag,)
@@ -288,6 +286,6 @@ def test_stable_image_shared_into_podman_builds_and_runs_a_kernel_benchmark(
     assert engine_mod.containers(client, "gmxbench.role") == []
     assert podman.containers() == []
     print(
-        f"\nshare save {saved - started:.0f} s, load into Podman {loaded - saved:.0f} s, "
+        f"\nload into Podman {loaded - saved:.0f} s, "
         f"kernel image {built - loaded:.0f} s, run {ran - built:.0f} s"
     )

@@ -101,15 +101,6 @@ def test_lockfile_found_in_results_by_tag(engine: Any, tmp_path: Path) -> None:
     assert find_lockfile(engine, settings, str(path)) == lock
 
 
-def test_dev_current_finds_its_build_lockfile(engine: Any, dev_image: Any, tmp_path: Path) -> None:
-    settings = load_settings(platform="cpu", results_dir=tmp_path)
-    lock = find_lockfile(engine, settings, "dev-current")
-    current = engine.images.get("gromacs:dev-current")
-    assert lock.record.tag.startswith("gromacs:dev-") and lock.record.tag in current.tags
-    assert lock.record.id == current.id
-    assert lockfile_path(tmp_path, lock.record.tag).is_file()
-
-
 def test_parents_are_pinned_to_their_recorded_ids(engine: Any, toolchain_image: str) -> None:
     toolchain_id = engine.images.get(toolchain_image).id
     lock = _lock(

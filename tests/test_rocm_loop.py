@@ -1,14 +1,17 @@
-"""The compiler loop on the ROCm platform, on Debian's ROCm packages, for real.
+"""The compiler loop on the ROCm platform, on Debian's ROCm packages, for real, end to end.
 
 A mini llvm-project (`tests/mini_llvm.py`) stands in for the user's LLVM: its clang
 forwards to Debian's clang-21 (the stable image's HIP compiler), adding the device
-options its ExtraFlags.cpp names. Its first commit adds nothing; a second commit adds
-`-fno-unroll-loops` to device code (the toolchain rebuilds that one file, and GROMACS only
-its HIP units, from the compile cache); then the working tree takes the option out again,
-uncommitted, and `bench --llvm <checkout>` runs the whole loop on that dirty tree (on the
-CPU: there is no GPU here). The kernels `codegen diff` calls changed are checked against
-an independent compile of some units with and without the option, and a stand-in that
-adds nothing must change no kernel at all.
+options its ExtraFlags.cpp names. Its first commit adds nothing. Then the working tree
+adds `-fno-unroll-loops` to device code, uncommitted, and `nox -s bench -- --llvm
+<checkout>` runs the whole loop as a user's shell does (on the CPU: there is no GPU
+here): the toolchain rebuilds that one file, GROMACS only its HIP units from the compile
+cache, both sides run interleaved, the codegen summary and the verdict are printed and
+reach a real local webhook. The kernels `codegen diff` calls changed are checked against
+an independent compile of some units with and without the option; the same bench again
+builds nothing. This is CI's one dev build from the compile cache; a stand-in that adds
+nothing (changing no kernel at all) is one more HIP compile, run on request
+(`-m full_compile`).
 """
 
 from __future__ import annotations
@@ -19,21 +22,24 @@ import re
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mini_llvm import INITIAL_MESSAGE, MiniLlvm, make_mini_llvm
+from conftest import json_webhook
+from mini_llvm import INITIAL_MESSAGE, MiniLlvm, make_mini_llvm, version_line
 
+from orchestrator.core.errors import UserError
 from orchestrator.core.events import Event
-from orchestrator.images.gromacs import build_gromacs
 from orchestrator.images.provenance import ImageRecord, load_lockfile, lockfile_path
 from orchestrator.images.toolchain_llvm import ensure_toolchain_llvm
 from orchestrator.parsers.codegen import parse_probe_output, probe_source
 from orchestrator.results.codegen_diff import CodegenDiff
+from orchestrator.runs.store import RunStore
+from orchestrator.workflows.bench import BenchRequest, bench
 from orchestrator.workflows.codegen import codegen_diff
+from orchestrator.workflows.rebuild import find_lockfile
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
@@ -58,7 +64,6 @@ class Loop:
     llvm: MiniLlvm
     settings: Any
     said: list[str] = field(default_factory=list)
-    option_dev: Any = None
 
     def emit(self, event: Event) -> None:
         self.said.append(event.text)
@@ -79,25 +84,91 @@ def changed(result: CodegenDiff) -> set[tuple[str, str]]:
     return {(k.unit, k.name) for k in result.changed}
 
 
-def test_second_commit_rebuilds_one_file_and_changes_what_the_option_changes(
-    engine: Any, loop: Loop, rocm_stable: Any
-) -> None:
-    loop.llvm.commit("AMDGPU: no loop unrolling in device code", device_flags=[OPTION])
-    toolchain = ensure_toolchain_llvm(engine, loop.settings, loop.llvm.head(), emit=loop.emit)
-    ninja = [line for line in loop.said if line.startswith("ninja: ")]
-    assert ninja and "compiled 2 files" in ninja[-1], ninja
+def cli(loop: Loop, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """`python -m orchestrator ...` with the loop's settings, as a user's shell runs it."""
+    source = loop.settings.gromacs
+    full = {
+        **os.environ, "ORCH_PLATFORM": "rocm", "ORCH_ROCM_STACK": "debian",
+        "ORCH_GPU_ARCH": "gfx1201", "ORCH_RESULTS_DIR": str(loop.settings.results_dir),
+        "ORCH_LLVM_SOURCE": str(loop.llvm.path), "ORCH_GROMACS__URL": source.url,
+        "ORCH_GROMACS__REF": source.ref, "ORCH_GROMACS__SHA256": source.sha256,
+        "NO_PROXY": "127.0.0.1", **env,
+    }  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args],
+        cwd=REPO, env=full, capture_output=True, text=True, timeout=3600,
+    )  # fmt: skip
+
+
+@dataclass
+class Bench:
+    """What the dirty-tree `bench` printed, what the webhook received, and the dev image."""
+
+    proc: subprocess.CompletedProcess[str]
+    received: list[dict[str, Any]]
+    url: str
+    dev: ImageRecord
+
+
+@pytest.fixture(scope="module")
+def dirty(engine: Any, loop: Loop, rocm_stable: Any) -> Bench:
+    """`bench --llvm <checkout>` with the option added in the working tree, uncommitted."""
+    loop.llvm.edit(device_flags=[OPTION])
+    with json_webhook() as (url, received):
+        proc = cli(loop, "bench", "--llvm", str(loop.llvm.path), "--cpu-only", "--system",
+                   "water:3k", "--steps", "500", "--repeats", "2",
+                   ORCH_WEBHOOK_URL=url, ORCH_WEBHOOK_FORMAT="json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    short = loop.llvm.head()[:8]
+    said = proc.stderr + proc.stdout
+    built = re.search(rf"tagged (gromacs:dev-llvm-{short}-dirty-\d{{8}}-\d{{4}})", said)
+    assert built, said[-3000:]
+    dev = load_lockfile(lockfile_path(loop.settings.results_dir, built.group(1))).record
+    return Bench(proc, received, url, dev)
+
+
+def test_dirty_tree_bench_runs_the_whole_loop(loop: Loop, rocm_stable: Any, dirty: Bench) -> None:
+    commit = loop.llvm.head()
+    short = commit[:8]
+    said, out = dirty.proc.stderr + dirty.proc.stdout, dirty.proc.stdout
+    ninja = [line for line in said.splitlines() if "ninja: " in line]
+    assert ninja and "compiled 2 files" in ninja[-1], ninja  # the toolchain: one file + version
     assert "ExtraFlags.cpp" in ninja[-1] and "Version.cpp" in ninja[-1]
-    dev = build_gromacs(engine, loop.settings, "dev", toolchain_tag=toolchain)
-    loop.option_dev = dev
-    assert dev.llvm_commit == loop.llvm.head()[:8] and not dev.llvm_dirty
-    _assert_only_hip_units_compiled(loop.settings, rocm_stable, dev)
-    _, _, result = codegen_diff(engine, loop.settings, rocm_stable.tag, dev.tag)
+    assert dirty.dev.llvm_commit == f"{short}-dirty" and dirty.dev.llvm_dirty
+    _assert_only_hip_units_compiled(loop.settings, rocm_stable, dirty.dev)
+    headline = re.search(
+        rf"^LLVM {short}-dirty on water:3k:pme: [\d.]+ ns/day \(baseline ", out, re.M
+    )
+    assert headline, out
+    assert "codegen (kernels changed / unchanged / only in one build):" in out
+    assert re.search(r"^  pme_solve: code unchanged \(\d+ kernels identical\)", out, re.M), out
+    verdicts = [p for p in dirty.received if "headline" in json.dumps(p)]
+    assert verdicts and headline.group(0) in json.dumps(verdicts[-1])
+    assert dirty.url not in out + said  # the webhook URL is a secret
+    runs = RunStore(loop.settings.results_dir)
+    tag = re.search(
+        rf"{re.escape(dirty.dev.build)}__water-3k-pme__(llvm-{short}-dirty-[\d-]+)-r1", out
+    )
+    assert tag, out
+    group = runs.group(f"{dirty.dev.build}__water-3k-pme__{tag.group(1)}")
+    assert len(group) == 2
+    for path in group:
+        result = RunStore.load(path)
+        assert result.finished and result.ns_per_day
+        assert result.llvm_commit == f"{short}-dirty"
+        assert result.compiler_version == version_line(f"{commit}-dirty")
+
+
+def test_changed_kernels_are_those_an_independent_compile_changes(
+    engine: Any, loop: Loop, rocm_stable: Any, dirty: Bench
+) -> None:
+    _, _, result = codegen_diff(engine, loop.settings, rocm_stable.tag, dirty.dev.tag)
     independent = compile_units(engine, loop.settings, rocm_stable)
     ours = {(unit, name) for unit, name in changed(result) if unit in UNITS}
     assert independent and ours == independent, (sorted(ours), sorted(independent))
     assert result.code_unchanged("pme_solve")  # PME solve has no loop to unroll
     assert not result.code_unchanged("other")  # leap-frog, LINCS and SETTLE have
-    shown = cli(loop, "codegen", "diff", rocm_stable.build, dev.build, "--kernel",
+    shown = cli(loop, "codegen", "diff", rocm_stable.build, dirty.dev.build, "--kernel",
                 "leapFrogKernel", "--asm")  # fmt: skip
     assert shown.returncode == 0, shown.stderr[-2000:]
     assert f"A: {rocm_stable.tag}" in shown.stdout and "other: " in shown.stdout
@@ -105,50 +176,51 @@ def test_second_commit_rebuilds_one_file_and_changes_what_the_option_changes(
     assert re.search(r"^[-+][a-z]\w* ", shown.stdout, re.M)  # instruction lines differ
 
 
-def cli(loop: Loop, *args: str) -> subprocess.CompletedProcess[str]:
-    """`python -m orchestrator ...` with the loop's settings, as a user's shell runs it."""
-    source = loop.settings.gromacs
-    env = {
-        **os.environ, "ORCH_PLATFORM": "rocm", "ORCH_ROCM_STACK": "debian",
-        "ORCH_GPU_ARCH": "gfx1201", "ORCH_RESULTS_DIR": str(loop.settings.results_dir),
-        "ORCH_LLVM_SOURCE": str(loop.llvm.path), "ORCH_GROMACS__URL": source.url,
-        "ORCH_GROMACS__REF": source.ref, "ORCH_GROMACS__SHA256": source.sha256,
-    }  # fmt: skip
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator", *args],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=3600,
-    )  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def dirty(engine: Any, loop: Loop) -> Iterator[subprocess.CompletedProcess[str]]:
-    """`bench --llvm <checkout>` on the second commit with the option taken out, uncommitted."""
-    loop.llvm.edit(device_flags=[])
-    yield cli(loop, "bench", "--llvm", str(loop.llvm.path), "--cpu-only", "--system",
-              "water:3k", "--steps", "500", "--repeats", "2")  # fmt: skip
-
-
-def test_dirty_tree_bench_end_to_end_and_a_stand_in_adding_nothing_changes_nothing(
-    engine: Any, loop: Loop, rocm_stable: Any, dirty: subprocess.CompletedProcess[str]
+def test_the_same_bench_again_builds_nothing_and_can_be_its_own_baseline(
+    engine: Any, loop: Loop, dirty: Bench, tmp_path: Path
 ) -> None:
-    assert dirty.returncode == 0, dirty.stderr[-3000:]
-    short = loop.llvm.head()[:8]
-    built = re.search(rf"tagged (gromacs:dev-llvm-{short}-dirty-\d{{8}}-\d{{4}})", dirty.stderr)
-    assert built, dirty.stderr[-3000:]
-    out = dirty.stdout
-    assert re.search(rf"^LLVM {short}-dirty on water:3k:pme: ", out, re.M), out
-    assert "codegen (kernels changed / unchanged / only in one build):" in out
-    assert re.search(r"^  nbnxm: code unchanged \(\d+ kernels identical\)", out, re.M), out
+    """`--against-llvm A` (and `--against <build>`) make the baseline a dev build: here the
+    same dirty tree on both sides, so both groups run the one dev image (an A/A of it)."""
+    checkout = str(loop.llvm.path)
+    for against in ({"against_llvm": checkout}, {"against": dirty.dev.build}):
+        loop.said.clear()
+        req = BenchRequest(
+            llvm=checkout, cpu_only=True, system="water:3k", steps=500, repeats=2, **against
+        )
+        cmp = bench(engine, loop.settings, req, emit=loop.emit).comparison
+        assert any(line.endswith("exists: reusing it") for line in loop.said), loop.said
+        assert f"up to date: {dirty.dev.tag}" in "\n".join(loop.said)
+        assert all(run.startswith(f"{dirty.dev.build}__") for run in cmp.baseline), cmp.baseline
+        assert all(run.startswith(f"{dirty.dev.build}__") for run in cmp.candidate)
+        assert cmp.codegen is None  # one image: nothing to diff
+    with pytest.raises(UserError, match="no GROMACS image gromacs:no-such-build"):
+        bench(engine, loop.settings, BenchRequest(against="no-such-build", repeats=2))
+    lock = find_lockfile(engine, loop.settings.model_copy(update={"results_dir": tmp_path}),
+                         "dev-current")  # fmt: skip
+    assert lock.record.id == dirty.dev.id == engine.images.get("gromacs:dev-current").id
+
+
+@pytest.mark.full_compile
+def test_a_stand_in_adding_nothing_changes_no_kernel(
+    engine: Any, loop: Loop, rocm_stable: Any, dirty: Bench
+) -> None:
+    """The working tree back at the first commit: its toolchain adds nothing, so the dev
+    image built with it (one more HIP compile) has every kernel of the stable image."""
+    loop.llvm.edit(device_flags=[])
+    proc = cli(loop, "build", "dev", "--llvm", str(loop.llvm.path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    said = proc.stderr + proc.stdout
+    built = re.search(r"tagged (gromacs:dev-llvm-[0-9a-f]{8}-\d{8}-\d{4})", said)
+    assert built, said[-3000:]
     dev = load_lockfile(lockfile_path(loop.settings.results_dir, built.group(1))).record
     _assert_only_hip_units_compiled(loop.settings, rocm_stable, dev)
     _, _, same = codegen_diff(engine, loop.settings, rocm_stable.tag, dev.tag)
     assert not same.changed, same.changed[:3]
     assert sum(len(c.unchanged) for c in same.categories.values()) >= 500
     assert all(not c.only_a and not c.only_b for c in same.categories.values())
-    if loop.option_dev is not None:  # the option's kernels, seen from the other side
-        _, _, back = codegen_diff(engine, loop.settings, loop.option_dev.tag, dev.tag)
-        _, _, forth = codegen_diff(engine, loop.settings, rocm_stable.tag, loop.option_dev.tag)
-        assert changed(back) == changed(forth) and changed(back)
+    _, _, back = codegen_diff(engine, loop.settings, dirty.dev.tag, dev.tag)
+    _, _, forth = codegen_diff(engine, loop.settings, rocm_stable.tag, dirty.dev.tag)
+    assert changed(back) == changed(forth) and changed(back)
 
 
 def _assert_only_hip_units_compiled(settings: Any, stable: Any, dev: ImageRecord) -> None:

@@ -278,43 +278,30 @@ def test_interrupted_save_leaves_nothing(
     assert list(out.iterdir()) == []
 
 
-# --- the real dev image ------------------------------------------------------------
+# --- the real stable image ------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def dev_archive(
-    engine: Any, cpu_settings: Any, dev_image: Any, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Path]:
-    out = tmp_path_factory.mktemp("share")
-    started = time.monotonic()
-    path = share.save(engine, cpu_settings, dev_image.tag, out)
-    print(f"\nshare save: {time.monotonic() - started:.1f} s, {path.stat().st_size / 1e6:.0f} MB")
-    yield path
-    path.unlink()  # 750 MB: not left for pytest's basetemp rotation
-    share.sidecar(path).unlink()
-
-
-def test_dev_image_save_then_load_on_a_clean_engine(
-    engine: Any, dev_image: Any, dev_archive: Path, clean_engine: Any, tmp_path: Path
+def test_stable_image_save_then_load_on_a_clean_engine(
+    engine: Any, stable_image: Any, stable_archive: Path, clean_engine: Any, tmp_path: Path
 ) -> None:
     started = time.monotonic()
-    record = share.load(clean_engine, _settings(tmp_path), dev_archive)
+    record = share.load(clean_engine, _settings(tmp_path), stable_archive)
     print(f"\nshare load: {time.monotonic() - started:.1f} s")
-    assert record.id == dev_image.id and record.tag == dev_image.tag
-    loaded = clean_engine.images.get(dev_image.tag)
-    assert loaded.id == dev_image.id
-    assert loaded.labels == engine.images.get(dev_image.id).labels
-    assert {t for i in clean_engine.images.list() for t in i.tags} == {dev_image.tag}
-    lock = load_lockfile(lockfile_path(tmp_path, dev_image.tag))
-    assert lock.record.id == dev_image.id
-    assert lock.record.compiler_version == dev_image.compiler_version
+    assert record.id == stable_image.id and record.tag == stable_image.tag
+    loaded = clean_engine.images.get(stable_image.tag)
+    assert loaded.id == stable_image.id
+    assert loaded.labels == engine.images.get(stable_image.id).labels
+    assert {t for i in clean_engine.images.list() for t in i.tags} == {stable_image.tag}
+    lock = load_lockfile(lockfile_path(tmp_path, stable_image.tag))
+    assert lock.record.id == stable_image.id
+    assert lock.record.compiler_version == stable_image.compiler_version
 
 
-def test_dev_archive_with_a_wrong_sidecar_is_refused(
-    dev_archive: Path, clean_engine: Any, tmp_path: Path
+def test_archive_with_a_wrong_sidecar_is_refused(
+    stable_archive: Path, clean_engine: Any, tmp_path: Path
 ) -> None:
-    copy = tmp_path / dev_archive.name
-    os.link(dev_archive, copy)  # the same bytes, instantly
+    copy = tmp_path / stable_archive.name
+    os.link(stable_archive, copy)  # the same bytes, instantly
     share.sidecar(copy).write_text(hashlib.sha256(b"another file").hexdigest() + "  x\n")
     with pytest.raises(UserError, match="the copy is damaged"):
         share.load(clean_engine, _settings(tmp_path / "r"), copy)
@@ -372,25 +359,25 @@ def registry(engine: Any, cpu_settings: Any) -> Iterator[str]:
 
 
 def test_push_records_the_digest_and_a_clean_engine_pulls_it(
-    engine: Any, dev_image: Any, registry: str, clean_engine: Any, tmp_path: Path
+    engine: Any, stable_image: Any, registry: str, clean_engine: Any, tmp_path: Path
 ) -> None:
     settings = _settings(tmp_path)  # no lockfile here yet: recovered from the label
     repo = f"{registry}/gmxbench/gromacs"
     started = time.monotonic()
-    digest = share.push(engine, settings, dev_image.tag, repo)
+    digest = share.push(engine, settings, stable_image.tag, repo)
     print(f"\nshare push: {time.monotonic() - started:.1f} s")
     assert digest.startswith(f"{repo}@sha256:")
-    lock = load_lockfile(lockfile_path(tmp_path, dev_image.tag))
-    assert lock.registry_digest == digest and lock.record.id == dev_image.id
-    vehicle = f"{repo}:{dev_image.build}"
+    lock = load_lockfile(lockfile_path(tmp_path, stable_image.tag))
+    assert lock.registry_digest == digest and lock.record.id == stable_image.id
+    vehicle = f"{repo}:{stable_image.build}"
     assert engine_mod.image(engine, vehicle) is None  # no stray registry tag here
-    assert share.push(engine, settings, dev_image.tag, repo) == digest
+    assert share.push(engine, settings, stable_image.tag, repo) == digest
 
     started = time.monotonic()
     pulled = clean_engine.images.pull(digest)
     print(f"pull by digest on a clean engine: {time.monotonic() - started:.1f} s")
-    assert pulled.id == dev_image.id
-    assert pulled.labels == engine.images.get(dev_image.id).labels
+    assert pulled.id == stable_image.id
+    assert pulled.labels == engine.images.get(stable_image.id).labels
 
 
 def test_push_to_a_registry_that_does_not_answer(
