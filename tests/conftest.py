@@ -27,6 +27,14 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     session.config.stash[_STARTED] = datetime.now(UTC)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that asks for the engine (directly or through a fixture) is an engine test,
+    marked or not: `-m "not engine"` leaves it out and the budget counts it as one."""
+    for item in items:
+        if "engine" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("engine"):
+            item.add_marker(pytest.mark.engine)
+
+
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     """CI's budget at the end of a session that ran engine tests (`tests/ci_budget.py`)."""
     import ci_budget
