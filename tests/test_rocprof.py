@@ -7,11 +7,14 @@ Expected totals are End_Timestamp - Start_Timestamp of the sample rows, worked o
 from __future__ import annotations
 
 import csv
+from functools import partial
 from pathlib import Path
 
 import pytest
 
+from benchmarks.bench_parse import write_trace
 from orchestrator.core.errors import UserError
+from orchestrator.parsers import rocprof
 from orchestrator.parsers.categories import CATEGORIES
 from orchestrator.parsers.rocprof import (
     KernelBreakdown,
@@ -301,3 +304,142 @@ def test_legacy_trace_without_stats_is_found(tmp_path: Path) -> None:
     assert b.source == "rocprof v1 trace"
     assert b.kernels[0].calls == 3
     assert b.kernels[0].total_ms == pytest.approx(78.535224)  # 26316649+26115847+26102728 ns
+
+
+# --- the fast path (blocks cut with str.split) against the csv module alone ----------------
+
+TRICKY = [
+    NB,
+    SPREAD,
+    "void foo<(Bar)1, true>(int, float const*)",
+    'operator""_w(char const*)',  # quotes inside a name: its block goes to the csv module
+    'say "hi", twice',
+    "multi\nline",  # a quoted newline: the csv module reads on, across a block's end
+    "trailing comma,",
+    ",leading comma",
+    "",
+    "VkFFT_main",
+]
+
+
+def _tricky_trace(path: Path, line_end: str, rows: int = 400) -> None:
+    """rocprofv3's layout, with awkward names and lines among plain ones."""
+    with path.open("w", newline="") as fh:
+        w = csv.writer(fh, quoting=csv.QUOTE_NONNUMERIC, lineterminator=line_end)
+        w.writerow(TRACE_HEADER)
+        for i in range(rows):
+            name = TRICKY[i % len(TRICKY)] if i % 7 == 3 else TRICKY[i % 3]
+            agent = "Agent 4" if i % 50 < 40 else "Agent 5"  # a second GPU: quoted texts vary
+            start = 1_551_874_061_244_694 + 1000 * i
+            end = start + (i * 37) % 900 - (100 if i % 41 == 0 else 0)  # some negative
+            w.writerow(["KERNEL_DISPATCH", agent, 1, 1, 7, i, 3, name, i, start, end] + [0] * 11)
+            if i % 97 == 5:
+                fh.write(line_end)  # a blank line
+            if i % 89 == 7:  # unquoted name with commas, as legacy files have: realigned
+                fh.write(f"KERNEL_DISPATCH,1,1,1,7,{i},3,a, b,{i},10,25" + ",0" * 11 + line_end)
+            line = f'"KERNEL_DISPATCH","Agent 4",1,1,7,{i},3,"{NB}",{i},100,{200 + i}'
+            if i % 79 == 11:  # a cell too many left of the name: realigned into it
+                fh.write(line.replace(",3,", ",3,3,", 1) + ",0" * 11 + line_end)
+            if i % 73 == 13:  # text before a line's first quote, a cell short after the name
+                fh.write(",9" + line.replace(f",{i},100,", ",100,") + ",0" * 11 + line_end)
+            if i % 71 == 17:  # a line end among the cells after the name
+                fh.write(line + ",0\n0" + ",0" * 10 + line_end)
+            if i % 67 == 19:  # an unquoted cell running into the name's quote
+                fh.write(line.replace(',3,"', ',3,x"', 1) + ",0" * 11 + line_end)
+            if i % 61 == 23:  # line ends left of the name: between quoted texts, after them
+                fh.write(line.replace('H",', 'H"\n', 1) + ",0" * 11 + line_end)
+            if i % 59 == 29:
+                fh.write(line.replace(",1,1,", ",1\n,1,", 1) + ",0" * 11 + line_end)
+            if i % 83 == 9:  # a float, a short line, a cell too many
+                fh.write(f'"KERNEL_DISPATCH","Agent 4",1,1,7,{i},3,"{NB}",{i},1.0e+03,1.5e+03')
+                fh.write(",0" * 11 + line_end)
+                fh.write(f'"KERNEL_DISPATCH","Agent 4",1,1,7,{i},3,"{NB}",{i},1{line_end}')
+                fh.write(f'"KERNEL_DISPATCH","Agent 4",1,1,7,{i},3,"{NB}",{i},5,9' + ",0" * 12)
+                fh.write(line_end)
+
+
+def _both_ways(path: Path, monkeypatch: pytest.MonkeyPatch) -> KernelBreakdown:
+    """Parse with the fast path and with the csv module alone; both must agree exactly."""
+    fast = rocprof._read_file(path)
+    slow = rocprof._read_file(path, fast=False)
+    assert fast == slow  # label, calls, totals, and every call's duration in file order
+    breakdown = parse_kernel_csv(path)
+    with monkeypatch.context() as m:
+        m.setattr(rocprof, "_read_file", partial(rocprof._read_file, fast=False))
+        assert parse_kernel_csv(path) == breakdown
+    return breakdown
+
+
+def _spy_on_cut(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each block was cut by the fast path (True) or left to the csv module."""
+    cut: list[bool] = []
+    original = rocprof._Shape.cut
+
+    def spy(self: rocprof._Shape, block: str, columns: list[int]) -> object:
+        got = original(self, block, columns)
+        cut.append(got is not None)
+        return got
+
+    monkeypatch.setattr(rocprof._Shape, "cut", spy)
+    return cut
+
+
+@pytest.mark.parametrize("line_end", ["\n", "\r\n"])
+@pytest.mark.parametrize("block_chars", [64, 700, 1 << 16])
+def test_fast_path_equals_csv_module_on_tricky_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, line_end: str, block_chars: int
+) -> None:
+    trace = tmp_path / "1_kernel_trace.csv"
+    _tricky_trace(trace, line_end)
+    monkeypatch.setattr(rocprof, "_BLOCK_CHARS", block_chars)
+    cut = _spy_on_cut(monkeypatch)
+    b = _both_ways(trace, monkeypatch)
+    if block_chars < 1000:  # else one block holds some odd line: all goes to the csv module
+        assert any(cut) and not all(cut)  # both ways ran
+    names = {k.name for k in b.kernels}
+    assert {NB, SPREAD, 'say "hi", twice', "multi\nline", "a, b"} <= names
+
+
+def test_fast_path_equals_csv_module_on_the_benchmark_layout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trace = tmp_path / "2_kernel_trace.csv"
+    expected_ns = write_trace(trace, rows=5000)
+    cut = _spy_on_cut(monkeypatch)
+    b = _both_ways(trace, monkeypatch)
+    assert cut and all(cut)
+    assert round(b.total_ms * 1e6) == expected_ns
+
+
+KERNEL_CSVS = sorted(
+    p
+    for p in (Path(__file__).parent / "data").rglob("*.csv")
+    if "stats" not in p.name and "counter" not in p.name and p.parent.name == "samples"
+)
+
+
+@pytest.mark.parametrize("path", KERNEL_CSVS, ids=lambda p: p.name[:60])
+@pytest.mark.parametrize("block_chars", [64, 1 << 16])
+def test_fast_path_equals_csv_module_on_real_samples(
+    path: Path, block_chars: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rocprof, "_BLOCK_CHARS", block_chars)
+    cut = _spy_on_cut(monkeypatch)
+    _both_ways(path, monkeypatch)
+    if block_chars == 64:  # (one block of a whole file may end with a blank line)
+        # rocprofv3's layouts take the fast path; legacy rocprof's (Index unquoted) not
+        assert any(cut) == ("rocprof_v1" not in path.name)
+
+
+def test_fast_path_keeps_the_csv_modules_field_limit_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trace = tmp_path / "3_kernel_trace.csv"
+    _write_trace(trace, [(NB, 0, 10)] * 50)
+    old = csv.field_size_limit(100)  # shorter than NB
+    try:
+        for fast in (True, False):
+            with pytest.raises(UserError, match="not a well-formed CSV"):
+                rocprof._read_file(trace, fast=fast)
+    finally:
+        csv.field_size_limit(old)
