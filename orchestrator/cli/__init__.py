@@ -25,10 +25,30 @@ def build_parser() -> argparse.ArgumentParser:
         prog="gmxbench",
         description="Containerized, reproducible GROMACS benchmarks for compiler developers.",
     )
+    parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     sub = parser.add_subparsers(dest="command", required=True, metavar="command")
     for module in (images, runs, results, workflows, settings):
         module.register(sub)
+    _verbose_everywhere(parser)
     return parser
+
+
+VERBOSE_HELP = (
+    "stream every line of every build and run as it comes (default: a bar per build, "
+    "a line per run; the whole logs go to files whose paths are printed)"
+)
+
+
+def _verbose_everywhere(parser: argparse.ArgumentParser) -> None:
+    """`--verbose` after any command too (`bench --verbose`), not only before it."""
+    for action in parser._subparsers._group_actions if parser._subparsers else []:
+        for command in getattr(action, "choices", {}).values():
+            if isinstance(command, argparse.ArgumentParser):
+                command.add_argument(
+                    "-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                    help=VERBOSE_HELP,
+                )  # fmt: skip
+                _verbose_everywhere(command)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -44,7 +64,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with interrupts.handled():
             config = load_settings()
-            return handler(args, config, Console(config))
+            with Console(config, verbose=args.verbose) as console:
+                return handler(args, config, console)
     except UserError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return exc.exit_code

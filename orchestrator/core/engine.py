@@ -28,7 +28,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal, TypeAlias
 from weakref import WeakKeyDictionary
@@ -39,7 +39,16 @@ import requests.exceptions
 from docker.models.containers import RUN_HOST_CONFIG_KWARGS
 
 from orchestrator.core.errors import UsageError, UserError
-from orchestrator.core.events import Emit, Message, Output, ignore
+from orchestrator.core.events import (
+    BuildEnded,
+    BuildOutput,
+    BuildStarted,
+    BuildStep,
+    Emit,
+    Message,
+    Output,
+    ignore,
+)
 
 #: The client every engine function takes; nothing outside this module looks inside it.
 Client: TypeAlias = docker.DockerClient
@@ -233,13 +242,43 @@ def import_tarball(client: Client, tarball: Path, ref: str, changes: list[str]) 
 
 @dataclass
 class _Failure:
-    step: str
-    tail: list[str]
+    """What a failed build's message shows: the failing step, the lines that explain the
+    failure (from a tool's first error on), and the log's last lines."""
+
+    step: str = ""
+    tail: deque[str] = field(default_factory=lambda: deque(maxlen=40))
+    why: list[str] = field(default_factory=list)
+    why_at: int = 0
+    lines: int = 0
+
+    def add(self, text: str) -> None:
+        self.lines += 1
+        self.tail.append(text)
+        if self.why and len(self.why) < _WHY_LINES:
+            self.why.append(text)
+        elif not self.why and _EXPLAINS.search(text):
+            self.why, self.why_at = [text], self.lines
+
+    def shown(self) -> list[str]:
+        """At most about 30 lines: the first error's and the last ones, once each."""
+        last = list(self.tail)[-_TAIL_LINES:]
+        first_of_last = self.lines - len(last) + 1
+        if not self.why or self.why_at >= first_of_last:
+            return last
+        stretch = self.why[: first_of_last - self.why_at] + last
+        if self.why_at + len(self.why) >= first_of_last and len(stretch) <= _MOST_LINES:
+            return stretch  # the two meet: one stretch
+        return [*self.why, "…", *last[-(_MOST_LINES - _WHY_LINES - 1) :]]
 
 
 ContextFiles = Mapping[str, "bytes | Path"]
 #: A step's first line: Docker's classic builder, BuildKit, and Podman's buildah.
 _STEP = re.compile(r"^(Step \d+/\d+ : .*|#\d+ \[[^\]]+\] .*|(\[\d+/\d+\] )?STEP \d+/\d+: .*)")
+#: A tool saying why it stopped: ninja, a compiler, CMake, make, apt.
+_EXPLAINS = re.compile(
+    r"FAILED: |\b(fatal )?error: |CMake Error|make(\[\d+\])?: \*\*\*|^(#\d+ [\d.]+ )?E: "
+)
+_WHY_LINES, _TAIL_LINES, _MOST_LINES = 15, 25, 30
 
 
 def _context_tar(dockerfile: str, files: ContextFiles) -> io.BytesIO:
@@ -256,11 +295,12 @@ def _context_tar(dockerfile: str, files: ContextFiles) -> io.BytesIO:
     return buf
 
 
-def _failure_message(what: str, failure: _Failure, error: str) -> str:
-    tail = "\n".join("    " + line for line in failure.tail[-25:])
+def _failure_message(what: str, failure: _Failure, error: str, log: Path | None) -> str:
+    tail = "\n".join("    " + line for line in failure.shown())
+    where = f"\nThe whole log: {log}" if log is not None else ""
     return (
         f"Building {what} failed at {failure.step or 'an unknown step'}: {error.strip()}. "
-        f"Nothing was tagged. Last lines of the build log:\n{tail}"
+        f"Nothing was tagged. Last lines of the build log:\n{tail}{where}"
     )
 
 
@@ -275,6 +315,7 @@ def build(
     buildkit: bool = False,
     nocache: bool = False,
     build_args: Mapping[str, str] | None = None,
+    log: Path | None = None,
     emit: Emit = ignore,
 ) -> str:
     """Build `dockerfile` and return the image id; stream the log; tag nothing.
@@ -284,26 +325,42 @@ def build(
     `nocache` runs every step again, and under BuildKit also empties every cache mount
     the build uses (buildah keeps them); `build_args` set the Dockerfile's `ARG`s.
     Podman's API builds cache mounts itself, so `buildkit` needs the CLI on Docker only.
+    Every line of the build's output goes to `log` (when given) as it comes, and to
+    `emit` as a `BuildOutput` (`BuildStep` for a step's first line), between a
+    `BuildStarted` and a `BuildEnded`.
     """
     started = time.monotonic()
     builder = _build_cli if buildkit and kind(client).name == "docker" else _build_api
-    failure, tail = _Failure(step="", tail=[]), deque[str](maxlen=40)
+    failure = _Failure()
+    with contextlib.ExitStack() as stack:
+        sink: IO[str] | None = None
+        if log is not None:
+            log.parent.mkdir(parents=True, exist_ok=True)
+            sink = stack.enter_context(log.open("w", encoding="utf-8", buffering=1))
+        emit(BuildStarted(f"building {what}", what=what, log=log))
 
-    def line(text: str) -> None:
-        if _STEP.match(text) and "CACHED" not in text and "DONE" not in text:
-            failure.step = text
-        tail.append(text)
-        emit(Message(text))
+        def line(text: str) -> None:
+            if sink is not None:
+                sink.write(text + "\n")
+            if _STEP.match(text) and "CACHED" not in text and "DONE" not in text:
+                failure.step = text
+                emit(BuildStep(text))
+            else:
+                emit(BuildOutput(text))
+            failure.add(text)
 
-    try:
-        image_id = builder(
-            client, dockerfile, labels=dict(labels or {}), files=files or {}, target=target,
-            nocache=nocache, build_args=dict(build_args or {}), line=line,
-        )  # fmt: skip
-    except _BuildError as exc:
-        failure.tail = list(tail)
-        raise BuildFailed(_failure_message(what, failure, str(exc))) from None
-    emit(Message(f"built {what} as {image_id[:19]} in {time.monotonic() - started:.1f} s"))
+        try:
+            image_id = builder(
+                client, dockerfile, labels=dict(labels or {}), files=files or {},
+                target=target, nocache=nocache, build_args=dict(build_args or {}), line=line,
+            )  # fmt: skip
+        except _BuildError as exc:
+            seconds = time.monotonic() - started
+            emit(BuildEnded(f"{what} failed", what=what, log=log, ok=False, seconds=seconds))
+            raise BuildFailed(_failure_message(what, failure, str(exc), log)) from None
+    seconds = time.monotonic() - started
+    text = f"built {what} as {image_id[:19]} in {seconds:.1f} s"
+    emit(BuildEnded(text, what=what, log=log, seconds=seconds))
     return image_id
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,37 @@ class Transfer(Event):
     done: int = 0
     total: int | None = None
     finished: bool = False
+
+
+@dataclass(frozen=True)
+class BuildStarted(Event):
+    """An image build (or a debootstrap) begins; its whole log goes to `log`.
+
+    A build without a log (a label-only build, seconds) is not worth a person's attention.
+    """
+
+    what: str = ""
+    log: Path | None = None
+
+
+@dataclass(frozen=True)
+class BuildOutput(Message):
+    """One line of a build's log, already written to its log file."""
+
+
+@dataclass(frozen=True)
+class BuildStep(BuildOutput):
+    """A build's line that begins a step (a Dockerfile instruction, a BuildKit vertex)."""
+
+
+@dataclass(frozen=True)
+class BuildEnded(Message):
+    """A build ended: `ok` (`text` says what it made), or failed (the error raised says why)."""
+
+    what: str = ""
+    log: Path | None = None
+    ok: bool = True
+    seconds: float = 0.0
 
 
 Emit = Callable[[Event], None]

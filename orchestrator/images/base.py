@@ -13,6 +13,8 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
+import time
+from collections import deque
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 
@@ -21,11 +23,11 @@ from pydantic import BaseModel
 from orchestrator.core import engine
 from orchestrator.core.engine import Client, Image
 from orchestrator.core.errors import UserError
-from orchestrator.core.events import Emit, Message, ignore
+from orchestrator.core.events import BuildEnded, BuildOutput, BuildStarted, Emit, Message, ignore
 from orchestrator.core.files import read_model, write_atomic
 from orchestrator.core.settings import Settings
 from orchestrator.images.catalog import now_iso
-from orchestrator.images.provenance import KIND_LABEL, image_file, label
+from orchestrator.images.provenance import KIND_LABEL, build_log_path, image_file, label
 from orchestrator.platforms import active
 from orchestrator.platforms.base import DEBOOTSTRAP_REPO
 
@@ -92,17 +94,15 @@ def make_base(
     with tempfile.TemporaryDirectory(prefix=f"{suite}-", dir=work) as tmp:
         root = Path(tmp, "root")
         emit(Message(f"debootstrap --variant=minbase {suite} from {mirror} (about a minute)"))
-        proc = subprocess.run(
-            ["debootstrap", "--variant=minbase", suite, str(root), mirror],
-            capture_output=True,
-            text=True,
-        )
-        if proc.returncode != 0:
-            tail = "\n".join(proc.stdout.splitlines()[-10:] + proc.stderr.splitlines()[-10:])
+        log = build_log_path(settings.results_dir, tag, "debootstrap")
+        command = ["debootstrap", "--variant=minbase", suite, str(root), mirror]
+        code, tail = _logged(command, f"{tag} (debootstrap)", log, emit)
+        if code != 0:
+            shown = "\n".join("    " + line for line in tail)
             raise UserError(
                 f"debootstrap of {suite} from {mirror} failed (exit "
-                f"{proc.returncode}). Check the mirror (ORCH_DEBIAN_MIRROR) and the suite name. "
-                f"Its last lines:\n{tail}"
+                f"{code}). Check the mirror (ORCH_DEBIAN_MIRROR) and the suite name. "
+                f"Its last lines:\n{shown}\nThe whole log: {log}"
             )
         released, packages = _release_date(root), _packages(root)
         if lock is not None:
@@ -132,6 +132,34 @@ def make_base(
     path = write_atomic(lock_path(settings.results_dir, tag), made.model_dump_json(indent=2))
     emit(Message(f"made base image {tag} ({image.id[:19]}), {len(packages)} packages; {path}"))
     return image
+
+
+def _logged(command: list[str], what: str, log: Path, emit: Emit) -> tuple[int, list[str]]:
+    """Run a host command as a build: every line of its output to `log` and to `emit`;
+    its exit code and its last 20 lines."""
+    started, tail = time.monotonic(), deque[str](maxlen=20)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    emit(BuildStarted(f"running {what}", what=what, log=log))
+    with log.open("w", encoding="utf-8", buffering=1) as sink:
+        proc = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+        )
+        assert proc.stdout is not None
+        try:
+            for raw in proc.stdout:
+                text = raw.rstrip()
+                sink.write(text + "\n")
+                tail.append(text)
+                emit(BuildOutput(text))
+            code = proc.wait()
+        finally:
+            if proc.poll() is None:  # interrupted: debootstrap stops with us
+                proc.terminate()
+                proc.wait()
+    seconds = time.monotonic() - started
+    done = f"{what}: done in {seconds:.1f} s" if code == 0 else f"{what} failed"
+    emit(BuildEnded(done, what=what, log=log, ok=code == 0, seconds=seconds))
+    return code, list(tail)
 
 
 def refuse_other_packages(

@@ -22,6 +22,7 @@ from orchestrator.images.catalog import (
     label_and_tag,
     new_record,
 )
+from orchestrator.images.provenance import build_log_path
 from orchestrator.images.render import render, uses_buildkit
 from orchestrator.platforms import PLATFORMS, active, on
 
@@ -77,8 +78,9 @@ def ensure_builder(client: Client, settings: Settings, emit: Emit = ignore) -> R
         return Ref(tag, existing.id)
     emit(Message(f"building the {platform.name} builder base from {platform.base_image(settings)}"))
     image_id = engine.build(
-        client, dockerfile, what=tag, buildkit=uses_buildkit(dockerfile), emit=emit
-    )
+        client, dockerfile, what=tag, buildkit=uses_buildkit(dockerfile),
+        log=build_log_path(settings.results_dir, tag), emit=emit,
+    )  # fmt: skip
     record = new_record(
         settings, "builder", tag, image_id, key, base_digest=base_digest(base),
         **platform.record_values(settings),

@@ -39,6 +39,7 @@ from orchestrator.images.provenance import (
     LOCK_LABEL,
     ImageRecord,
     Lockfile,
+    build_log_path,
     label,
     lockfile_path,
     parse_lockfile,
@@ -307,7 +308,8 @@ def build_gromacs(
     started = time.monotonic()
     image_id = engine.build(
         client, dockerfile, what=tag, files=source.context_files(),
-        buildkit=uses_buildkit(dockerfile), emit=emit,
+        buildkit=uses_buildkit(dockerfile), log=build_log_path(settings.results_dir, tag),
+        emit=emit,
     )  # fmt: skip
     build_seconds = round(time.monotonic() - started, 1)
     facts = check_build(client, image_id, settings, flavor, compiler, ctx["prefix"])

@@ -35,7 +35,13 @@ from orchestrator.images.catalog import (
     probe,
 )
 from orchestrator.images.gromacs import example_probe, gromacs_ref
-from orchestrator.images.provenance import KIND_LABEL, TOOLCHAIN_LABEL, ImageRecord, label
+from orchestrator.images.provenance import (
+    KIND_LABEL,
+    TOOLCHAIN_LABEL,
+    ImageRecord,
+    build_log_path,
+    label,
+)
 from orchestrator.images.render import render
 from orchestrator.platforms import active, get
 from orchestrator.platforms.base import Compiler, KernelCompiler
@@ -168,7 +174,8 @@ def ensure(
         keep_tag(client, found, tag)
         return KernelImage(tag, found.id, build, dict(found.labels), compiler)
     emit(Step(f"kernel image: {program} for {build}, compiled by {compiler.compiler}"))
-    built = engine.build(client, dockerfile, what=tag, files=context_files, emit=emit)
+    log = build_log_path(settings.results_dir, tag)
+    built = engine.build(client, dockerfile, what=tag, files=context_files, log=log, emit=emit)
     record = ImageRecord.from_labels(tag, built, parent.labels).model_copy(
         update={"kind": "kernels", "build": build, "inputs": key, "created": now_iso()}
     )

@@ -156,6 +156,14 @@ def image_file(results_dir: Path, tag: str, suffix: str) -> Path:
     return results_dir / "images" / (tag.replace("/", "_").replace(":", "__") + suffix)
 
 
+def build_log_path(results_dir: Path, tag: str, what: str = "build") -> Path:
+    """`results/logs/<tag>.build.log`: the whole log of the last build of `tag` (`what`
+    names other logs of an image: `rebuild`, `debootstrap`). Not beside the lockfiles:
+    a build that fails or is stopped leaves its log, and `results/images/` only what
+    was made."""
+    return results_dir / "logs" / image_file(results_dir, tag, f".{what}.log").name
+
+
 def lockfile_path(results_dir: Path, tag: str) -> Path:
     return image_file(results_dir, tag, ".lock.json")
 

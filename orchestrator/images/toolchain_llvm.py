@@ -23,6 +23,7 @@ from orchestrator.core.settings import Settings
 from orchestrator.images import builder, toolchain
 from orchestrator.images.catalog import inputs_key
 from orchestrator.images.gitsource import ResolvedCommit, is_url, resolve_commit
+from orchestrator.images.provenance import build_log_path
 from orchestrator.images.render import render
 from orchestrator.platforms import active
 from orchestrator.platforms.base import Compiler
@@ -156,8 +157,9 @@ def ensure_toolchain_llvm(
             emit(event)
 
         image_id = engine.build(
-            client, dockerfile, what=tag, files=files, buildkit=True, emit=watch
-        )
+            client, dockerfile, what=tag, files=files, buildkit=True,
+            log=build_log_path(settings.results_dir, tag), emit=watch,
+        )  # fmt: skip
     if progress.seen:
         emit(Message(progress.summary()))
     key = inputs_key(TEMPLATE, dockerfile, commit.diff_sha256 or "")

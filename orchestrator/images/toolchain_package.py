@@ -15,6 +15,7 @@ from orchestrator.core.events import Emit, Message, ignore
 from orchestrator.core.settings import Settings
 from orchestrator.images import builder, toolchain
 from orchestrator.images.catalog import find_by_inputs, inputs_key, keep_tag, refuse_overwrite
+from orchestrator.images.provenance import build_log_path
 from orchestrator.images.render import render
 from orchestrator.platforms.base import Compiler
 
@@ -64,7 +65,8 @@ def ensure_toolchain_package(
     if existing is not None:
         keep_tag(client, existing, tag)
     else:
-        image_id = engine.build(client, dockerfile, what=tag, emit=emit)
+        log = build_log_path(settings.results_dir, tag)
+        image_id = engine.build(client, dockerfile, what=tag, log=log, emit=emit)
         toolchain.finish(client, settings, image_id, tag, key, compiler, emit)
     emit(Message(f"toolchain image: {tag}"))
     return tag

@@ -39,6 +39,7 @@ from orchestrator.images.gromacs import (
 from orchestrator.images.provenance import (
     LOCK_LABEL,
     Lockfile,
+    build_log_path,
     image_file,
     load_lockfile,
     lockfile_path,
@@ -180,7 +181,8 @@ def rebuild(client: Client, settings: Settings, target: str, emit: Emit = ignore
         rebuilt_id = engine.build(
             client, dockerfile, what=f"rebuild of {record.tag}", nocache=not keeps_cache,
             files=source.context_files(), build_args={NO_COMPILE_CACHE: f"rebuild-{uuid4()}"},
-            buildkit=uses_buildkit(dockerfile), emit=emit,
+            buildkit=uses_buildkit(dockerfile),
+            log=build_log_path(settings.results_dir, record.tag, "rebuild"), emit=emit,
         )  # fmt: skip
     finally:
         for image_id, pin in zip(lock.parents.values(), pins, strict=True):
