@@ -113,7 +113,8 @@ def test_sigterm_mid_build_tags_nothing_and_leaves_nothing(
     """A dev build of a new configuration (other SIMD level) is cut at its compile step."""
     before_tags = {t for i in engine.images.list() for t in i.tags}
     before_containers = {c.id for c in engine.containers.list(all=True)}
-    proc = cli(tmp_path, "build", "dev", "--toolchain", toolchain_image, ORCH_SIMD="SSE2")
+    proc = cli(tmp_path, "build", "dev", "--toolchain", toolchain_image, "--verbose",
+               ORCH_SIMD="SSE2")  # fmt: skip
     assert proc.stderr is not None
     seen: list[str] = []
     deadline = time.monotonic() + 600
