@@ -47,7 +47,16 @@ def docs(session: nox.Session) -> None:
     """The manual into docs/_build/html: every warning an error, every internal link checked."""
     _install(session, "[docs]")
     strict = ("-W", "--keep-going", "-n", "-E")  # warnings fail the build; a fresh read each time
-    session.run("sphinx-build", *strict, "-b", "html", "docs", "docs/_build/html", *session.posargs)
+    session.run(
+        "sphinx-build",
+        *strict,
+        "--no-color",
+        "-b",
+        "html",
+        "docs",
+        "docs/_build/html",
+        *session.posargs,
+    )
 
 
 @nox.session(python=PYTHON, default=False)
