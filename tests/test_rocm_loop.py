@@ -131,7 +131,7 @@ def test_dirty_tree_bench_runs_the_whole_loop(loop: Loop, rocm_stable: Any, dirt
     commit = loop.llvm.head()
     short = commit[:8]
     said, out = dirty.proc.stderr + dirty.proc.stdout, dirty.proc.stdout
-    ninja = [line for line in said.splitlines() if "ninja: " in line]
+    ninja = [line for line in said.splitlines() if line.startswith("ninja: ")]
     assert ninja and "compiled 2 files" in ninja[-1], ninja  # the toolchain: one file + version
     assert "ExtraFlags.cpp" in ninja[-1] and "Version.cpp" in ninja[-1]
     assert dirty.dev.llvm_commit == f"{short}-dirty" and dirty.dev.llvm_dirty
