@@ -43,9 +43,12 @@ from orchestrator.results.codegen_diff import (
     short_name,
     summary_lines,
 )
+from orchestrator.results.compare import Comparison
+from orchestrator.results.report import codegen_lines
 
 DATA = Path(__file__).parent / "data" / "codegen"
 GROMACS = DATA / "gromacs"
+COV = DATA / "cov"  # one kernel compiled for code-object versions 5 and 6
 DEMANGLED: dict[str, str] = json.loads((DATA / "demangled.json").read_text())  # llvm-cxxfilt 21
 
 
@@ -78,7 +81,8 @@ def _report(root: Path) -> dict[str, Any]:
     for path, rel, unit, arch in _code_objects(root):
         notes = _gz(path.with_name(path.name[:-3] + ".notes.txt.gz"))
         disasm = _gz(path.with_name(path.name[:-3] + ".objdump.txt.gz"))
-        found, info = probe.code_object_records(rel, unit, arch, notes, disasm)
+        version = probe.code_object_version(gzip.decompress(path.read_bytes())[:16])
+        found, info = probe.code_object_records(rel, unit, arch, notes, disasm, version)
         records += found
         summary.append(info)
         archs.add(arch)
@@ -403,6 +407,68 @@ def test_diff_puts_occupancy_drops_and_new_spills_first() -> None:
     assert any("1 only in A" in line for line in lines)
 
 
+# --- code-object versions ---------------------------------------------------------------------
+
+
+def test_probe_reads_the_code_object_version_from_the_elf_header(tmp_path: Path) -> None:
+    """clang 21's -mcode-object-version=5 and =6 (e_ident[EI_ABIVERSION] 3 and 4), read
+    from the real files as the probe reads them, and what is not an HSA code object."""
+    for version in (5, 6):
+        (path, *_rest), *more = _code_objects(COV / f"v{version}")
+        assert not more
+        raw = gzip.decompress(path.read_bytes())
+        assert raw[7:9] == bytes([64, version - 2])  # ELFOSABI_AMDGPU_HSA, V5 = 3, V6 = 4
+        copy = tmp_path / path.name.removesuffix(".gz")
+        copy.write_bytes(raw)
+        assert probe.read_code_object_version(str(copy)) == version
+    assert probe.code_object_version(raw[:8]) is None  # cut short
+    assert probe.code_object_version(b"\x7fELF\x02\x01\x01\x00\x00" + bytes(7)) is None  # SysV
+    assert probe.code_object_version(b"!<arch>\n" + bytes(8)) is None
+    assert probe.read_code_object_version(str(tmp_path / "missing")) is None
+    # the GROMACS fixtures are Debian clang 21's default: v6
+    assert _codegen(GROMACS / "a").code_object_versions == [6]
+
+
+def test_codegen_carries_the_versions_and_reads_older_fingerprints(tmp_path: Path) -> None:
+    v5 = _codegen(COV / "v5", "cov5")
+    assert v5.code_object_versions == [5]
+    assert [o.code_object_version for o in v5.code_objects] == [5]
+    path = tmp_path / "codegen.json"
+    path.write_text(v5.model_dump_json())
+    assert load_codegen(path) == v5
+    older = json.loads(v5.model_dump_json())
+    for obj in older["code_objects"]:
+        del obj["code_object_version"]  # a codegen.json written before versions were kept
+    path.write_text(json.dumps(older))
+    old = load_codegen(path)
+    assert old.code_objects[0].code_object_version is None and old.code_object_versions == []
+    assert diff(old, _codegen(COV / "v6")).code_object_note() is None  # unknown: no claim
+
+
+def test_diff_names_a_code_object_version_difference_first() -> None:
+    a, b = _codegen(COV / "v5", "stable-x"), _codegen(COV / "v6", "dev-y")
+    d = diff(a, b)
+    assert (d.a_code_object_versions, d.b_code_object_versions) == ([5], [6])
+    note = d.code_object_note()
+    assert note is not None and note.startswith(
+        "code-object version differs: v5 (stable-x, baseline) vs v6 (dev-y): every kernel's "
+        "ABI changed, so differences in kernel code may come from it, not from the compiler "
+        "change; build the dev side with -mcode-object-version=5"
+    )
+    text = render(d)
+    assert text.splitlines()[0] == note and text.splitlines()[1] == "codegen: stable-x → dev-y"
+    assert not render(d, note=False).startswith("code-object")
+    assert not d.changed  # the same instructions: only the ABI differs for this kernel
+    stored = type(d).model_validate_json(d.model_dump_json())  # written to disk: both kept
+    assert (stored.a_code_object_versions, stored.b_code_object_versions) == ([5], [6])
+    assert diff(a, a).code_object_note() is None
+    # bench and compare print it first in their codegen summary (and the HTML report too)
+    lines = codegen_lines(Comparison.model_construct(codegen=d, cpu_only=False, categories={}))
+    assert lines[0] == f"warning: {note}" and lines[1].startswith("codegen (")
+    swapped = diff(b, a).code_object_note() or ""
+    assert swapped.startswith("code-object version differs: v6 (dev-y, baseline) vs v5 (stable-x)")
+
+
 def test_render_terminal_and_markdown() -> None:
     d = diff(_codegen(GROMACS / "a", "A-build"), _codegen(GROMACS / "nounroll", "B-build"))
     text = render(d)
@@ -617,7 +683,7 @@ FIELDS = ("sha256", "instructions", "classes", "kind", "unit", "arch", "vgprs", 
 
 @pytest.mark.engine
 @pytest.mark.parametrize(
-    "variant", ["gromacs/a", "gromacs/nounroll", "gromacs/gfx90a", "layout/v1"]
+    "variant", ["gromacs/a", "gromacs/nounroll", "gromacs/gfx90a", "layout/v1", "cov/v5"]
 )
 def test_probe_in_image_matches_the_stored_tool_output(
     engine: Any, hip_image: str, hip_tools: dict[str, str], variant: str
@@ -637,6 +703,11 @@ def test_probe_in_image_matches_the_stored_tool_output(
             f: getattr(stored.kernels[key], f) for f in FIELDS
         }
     assert "LLVM" in live.tools["objdump"] and live.probe_seconds < 60
+    assert (
+        live.code_object_versions
+        == stored.code_object_versions
+        == [5 if variant == "cov/v5" else 6]
+    )
 
 
 @pytest.mark.engine

@@ -21,6 +21,7 @@ from orchestrator.core.errors import UsageError
 from orchestrator.core.settings import Settings
 from orchestrator.images.blocks import example_context
 from orchestrator.images.render import render, templates, uses_buildkit
+from orchestrator.platforms.rocm import code_object_flag
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
@@ -189,8 +190,25 @@ def test_rocm_dev_has_every_dev_flag() -> None:
     assert tokens[: len(HIP_FLAGS)] == HIP_FLAGS
     assert tokens[len(HIP_FLAGS) :] == [
         f"--rocm-device-lib-path={ROCM}/lib/llvm/amdgcn/bitcode",
+        "-mcode-object-version=6",  # the stable compiler's default (the setting unset)
         *PREFIX_MAP.split(),
     ]
+
+
+@pytest.mark.usefixtures("isolated")
+@pytest.mark.parametrize("stack", ["amd", "debian"])
+def test_dev_code_object_version_follows_stable_unless_set(stack: str) -> None:
+    """Dev builds get the stable compiler's code-object version (6: Debian's clang 21,
+    measured; AMD's assumed the same), or the setting's; stable builds keep their default."""
+    values = {**CASES[f"gromacs-dev-rocm{'@debian' if stack == 'debian' else ''}"][1]}
+    for setting, flag in ((None, "-mcode-object-version=6"), (5, "-mcode-object-version=5")):
+        chosen = settings(**values, code_object_version=setting)
+        assert code_object_flag(chosen) == flag
+        dev = cmake_args(render("gromacs-dev-rocm", example_context("gromacs-dev-rocm", chosen)))
+        hip = next(a for a in dev if a.startswith("-DCMAKE_HIP_FLAGS="))
+        assert [t for t in hip.split() if "code-object" in t] == [flag]
+        stable = render("gromacs-stable-rocm", example_context("gromacs-stable-rocm", chosen))
+        assert "code-object" not in stable
 
 
 @pytest.mark.usefixtures("isolated")
@@ -216,6 +234,10 @@ def test_stable_and_dev_differ_only_in_the_compiler(
     assert len(stable) == len(dev)
     swaps = {stable_ctx[k]: dev_ctx[k] for k in keys}
     assert all(old != new for old, new in swaps.items())
+    if platform == "rocm":  # and the dev compiler told the stable one's code-object version
+        flag = f" {code_object_flag(chosen)}"
+        assert sum(line.count(flag) for line in dev) == 1
+        dev = [line.replace(flag, "") for line in dev]
     differing = [(s, d) for s, d in zip(stable, dev, strict=True) if s != d]
     assert differing, "stable and dev renders are identical"
     for old_line, new_line in differing:

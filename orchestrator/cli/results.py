@@ -90,8 +90,11 @@ def codegen_diff(args: argparse.Namespace, settings: Settings, console: Console)
         result = result.model_copy(
             update={"changed": [k for k in result.changed if wanted.search(k.demangled or k.name)]}
         )
+    note = result.code_object_note()
+    if note:  # first: it may explain every difference below
+        print(note)
     print(f"A: {a.label}\nB: {b.label}")
-    print(codegen_report(result, args.format, args.limit), end="")
+    print(codegen_report(result, args.format, args.limit, note=False), end="")
     if args.asm:
         if not args.kernel:
             raise UsageError("--asm prints one kernel's code: say which with --kernel REGEX.")

@@ -42,6 +42,9 @@ SIMD_LEVELS = (
     "ARM_SVE",
 )
 
+#: AMDGPU code-object versions a dev build can be forced to (`-mcode-object-version`).
+CODE_OBJECT_VERSIONS = (4, 5, 6)
+
 IMAGE_REF = re.compile(
     r"^[a-z0-9]+(?:[._/-][a-z0-9]+)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?"
     r"(?:@sha256:[0-9a-f]{64})?$"
@@ -158,6 +161,11 @@ class Settings(BaseSettings):
     gpu_arch: str | None = Field(
         None, description="GPU target (gfx...); detected from the host, else gfx1201"
     )
+    code_object_version: int | None = Field(
+        None,
+        description="AMDGPU code-object version of dev builds (4, 5 or 6); unset: the stable "
+        "compiler's default, so both sides of a comparison share the kernels' ABI",
+    )
     simd: str = Field("AVX2_256", description="GROMACS GMX_SIMD level of every build")
     gromacs: GromacsSource | None = Field(
         None, description="GROMACS source (url + ref); default depends on the platform"
@@ -212,6 +220,16 @@ class Settings(BaseSettings):
     def _gfx(cls, value: str | None) -> str | None:
         if value is not None and not re.fullmatch(r"gfx[0-9a-f]{3,4}", value):
             raise ValueError("must look like gfx1201 or gfx90a")
+        return value
+
+    @field_validator("code_object_version")
+    @classmethod
+    def _code_object_version(cls, value: int | None) -> int | None:
+        if value is not None and value not in CODE_OBJECT_VERSIONS:
+            raise ValueError(
+                "must be 4, 5 or 6 (an AMDGPU code-object version), or unset to follow the "
+                "stable compiler's default"
+            )
         return value
 
     @field_validator("base_image")

@@ -353,6 +353,7 @@ def build_gromacs(
         compile_cache=facts.compile_cache,
         codegen_functions=len(codegen.kernels) if codegen else None,
         codegen_seconds=codegen.probe_seconds if codegen else None,
+        code_object_versions=(codegen.code_object_versions or None) if codegen else None,
     )
     with interrupts.deferred():  # tagged means its lockfile is on disk
         record.id = label_and_tag(client, image_id, record, tags, emit, lock.embedded())
@@ -371,8 +372,10 @@ def _fingerprint(client: Client, image_id: str, record: ImageRecord, emit: Emit)
     except UserError as exc:
         emit(Caution(f"no codegen fingerprint for {record.tag}: {exc.message}"))
         return None
+    versions = ", ".join(f"v{v}" for v in codegen.code_object_versions)
     emit(Message(f"codegen fingerprint: {len(codegen.kernels)} functions "
-                 f"({codegen.probe_seconds:.1f} s)"))  # fmt: skip
+                 f"({codegen.probe_seconds:.1f} s)"
+                 + (f", code object {versions}" if versions else "")))  # fmt: skip
     return codegen
 
 

@@ -145,6 +145,9 @@ class Lockfile(BaseModel):
     #: The codegen fingerprint taken at build time (`<tag>.codegen.json` beside this file).
     codegen_functions: int | None = None
     codegen_seconds: float | None = None
+    #: The AMDGPU code-object versions of its code objects, from that fingerprint (one,
+    #: normally; None for a CPU build, without a fingerprint, or before it was recorded).
+    code_object_versions: list[int] | None = None
 
     def embedded(self) -> dict[str, str]:
         """The label that carries this lockfile inside its image (which cannot know its id)."""

@@ -98,6 +98,9 @@ class CodeObject(BaseModel):
     target: str = ""
     functions: int = 0
     kernels_without_code: list[str] = []
+    #: AMDGPU code-object version (5, 6, …) from the ELF header; None for x86, and in
+    #: fingerprints taken before it was recorded.
+    code_object_version: int | None = None
 
 
 class Codegen(BaseModel):
@@ -114,6 +117,13 @@ class Codegen(BaseModel):
     pattern: str | None = None  # CPU: which symbols were taken
     code_objects: list[CodeObject]
     kernels: dict[str, KernelCode]
+
+    @property
+    def code_object_versions(self) -> list[int]:
+        """The code-object versions of the build's code objects, sorted (one, normally;
+        none for a CPU build or a fingerprint taken before versions were recorded)."""
+        found = (o.code_object_version for o in self.code_objects)
+        return sorted({version for version in found if version is not None})
 
     def categories(self) -> dict[str, list[str]]:
         """Category -> keys, keys sorted."""

@@ -11,7 +11,8 @@ Modes::
         every AMDGPU code object under DIR (``<unit>.o.<n>.hipv4-amdgcn-amd-amdhsa--gfxNNNN``,
         as ``llvm-objdump --offloading`` names them): one record per kernel and per
         non-inlined device function, with the sha256 of its normalised code, instruction
-        counts by class and (kernels) the resource counts of the ``amdhsa.kernels`` notes.
+        counts by class and (kernels) the resource counts of the ``amdhsa.kernels`` notes;
+        per code object its code-object version (the ELF header's ABI version byte).
     asm --objdump P DIR|LIB NAME [--unit U] [--arch A] [--nm P]
         the normalised text of one function (GPU code objects under DIR, or x86 in LIB).
     cpu --objdump P --nm P [--cxxfilt P] [--pattern REGEX] LIB
@@ -54,6 +55,14 @@ ANGLE = re.compile(r"\s*<[^<>]*(?:<[^<>]*>[^<>]*)*>")
 SPACES = re.compile(r"\s+")
 NOTE_ITEM = re.compile(r"^  - (?P<rest>.*)$")
 NOTE_KEY = re.compile(r"^\s*(?P<key>\.[A-Za-z0-9_]+):\s*(?P<value>.*)$")
+
+# An AMDGPU HSA code object says its code-object version in its ELF header: e_ident[EI_OSABI]
+# (byte 7) is ELFOSABI_AMDGPU_HSA and e_ident[EI_ABIVERSION] (byte 8) is
+# ELFABIVERSION_AMDGPU_HSA_V<n> = n - 2 (V2 = 0 ... V6 = 4; LLVM's BinaryFormat/ELF.h).
+ELF_MAGIC = b"\x7fELF"
+EI_OSABI, EI_ABIVERSION = 7, 8
+ELFOSABI_AMDGPU_HSA = 64
+HSA_ABIVERSION_OFFSET = 2
 
 NOTE_FIELDS = {
     ".vgpr_count": "vgprs",
@@ -345,6 +354,25 @@ def parse_notes(text: str) -> tuple[dict[str, dict[str, object]], str]:
 # --- gpu mode -------------------------------------------------------------------------------
 
 
+def code_object_version(header: bytes) -> int | None:
+    """The code-object version (2, 3, … 6) of an AMDGPU HSA code object from its first bytes;
+    None for anything else (not ELF, another OS ABI, a header cut short)."""
+    if len(header) <= EI_ABIVERSION or header[:4] != ELF_MAGIC:
+        return None
+    if header[EI_OSABI] != ELFOSABI_AMDGPU_HSA:
+        return None
+    return header[EI_ABIVERSION] + HSA_ABIVERSION_OFFSET
+
+
+def read_code_object_version(path: str) -> int | None:
+    """:func:`code_object_version` of the file at `path` (None when it cannot be read)."""
+    try:
+        with open(path, "rb") as handle:
+            return code_object_version(handle.read(16))
+    except OSError:
+        return None
+
+
 def find_code_objects(root: str) -> list[tuple[str, str, str]]:
     """(path, unit, arch) of every code object under root, sorted by path.
 
@@ -365,9 +393,15 @@ def find_code_objects(root: str) -> list[tuple[str, str, str]]:
 
 
 def code_object_records(
-    rel: str, unit: str, arch: str, notes_text: str, disasm_text: str
+    rel: str,
+    unit: str,
+    arch: str,
+    notes_text: str,
+    disasm_text: str,
+    version: int | None = None,
 ) -> tuple[list[Record], Record]:
-    """Records of one code object's functions from its notes and disassembly texts."""
+    """Records of one code object's functions from its notes and disassembly texts, and
+    its summary (with `version`, its code-object version, when known)."""
     notes, target = parse_notes(notes_text)
     records: list[Record] = []
     for name, body in blocks(disasm_text.splitlines()):
@@ -385,6 +419,7 @@ def code_object_records(
     missing = sorted(set(notes) - {str(r["name"]) for r in records})
     summary: Record = dict(path=rel, unit=unit, arch=arch, target=target)
     summary.update(functions=len(records), kernels_without_code=missing)
+    summary["code_object_version"] = version
     return records, summary
 
 
@@ -420,7 +455,8 @@ def gpu_mode(args: argparse.Namespace) -> Record:
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:
         for path, unit, arch, notes, disasm in pool.map(tool_output, objects):
             rel = os.path.relpath(path, args.dir).replace(os.sep, "/")
-            found, info = code_object_records(rel, unit, arch, notes, disasm)
+            version = read_code_object_version(path)
+            found, info = code_object_records(rel, unit, arch, notes, disasm, version)
             records += found
             summary.append(info)
     names = demangle_all(args.cxxfilt, (str(r["name"]) for r in records))

@@ -4,7 +4,8 @@ Two stacks build it (`ORCH_ROCM_STACK`): AMD's ROCm image (the default: ROCm at 
 reference path, amdclang++, rocprofv3) or Debian's own ROCm packages (hipcc over Debian's
 clang, HIP, rocPRIM, rocFFT; no profiler), which any machine that reaches Debian's mirror
 can build, CI included. Stable builds use the stack's compiler; dev builds send HIP
-straight through the clang under test with the flags hipcc would inject. Runs get /dev/kfd
+straight through the clang under test with the flags hipcc would inject, and the stable
+compiler's AMDGPU code-object version (`code_object_flag`). Runs get /dev/kfd
 and the selected GPU's render node, the groups owning them, and seccomp off.
 """
 
@@ -66,6 +67,20 @@ PINNED_LEVELS = ("high", "profile_peak", "profile_standard")
 DEBIAN_LLVM = "21"
 #: Where a GROMACS build keeps each HIP object's GPU code objects (`_gromacs-build.j2`).
 CODEOBJECTS = "/opt/gmxbench/codeobjects"
+#: The AMDGPU code-object version Debian's clang 21 (the Debian stack's stable compiler,
+#: which hipcc drives) emits when not told. Measured once, on 2026-11-25, in
+#: gmxbench-builder:rocm-a5154d50209b (Debian clang 21.1.8): a one-kernel HIP file
+#: compiled with `/usr/lib/llvm-21/bin/clang++ -x hip --rocm-path=/usr
+#: --rocm-device-lib-path=/usr/lib/llvm-21/lib/clang/21/amdgcn/bitcode --offload-arch=gfx1201
+#: --cuda-device-only --no-gpu-bundle-output -O3 -c` has byte 8 of its ELF header
+#: (EI_ABIVERSION) = 4, ELFABIVERSION_AMDGPU_HSA_V6; `-mcode-object-version=4/5/6` give 2/3/4.
+#: The stable image's own code objects (/opt/gmxbench/codeobjects) read 4 as well.
+DEBIAN_CODE_OBJECT_VERSION = 6
+#: The same for AMD's stack (amdclang++ of ROCm 7.12): NOT measured (AMD's image was not
+#: on the machine that measured Debian's), so assumed equal to Debian's clang 21; a
+#: `codegen diff` of a stable and a dev build names any difference, and
+#: ORCH_CODE_OBJECT_VERSION sets the dev side's by hand.
+AMD_CODE_OBJECT_VERSION = DEBIAN_CODE_OBJECT_VERSION
 
 
 @dataclass(frozen=True)
@@ -84,6 +99,8 @@ class RocmStack:
     #: differ only in the compiler).
     stable_hip_flags: bool
     has_profilers: bool
+    #: The code-object version the stable compiler emits by default (dev builds follow it).
+    stable_code_object_version: int
 
     def rocm_path(self, settings: Settings) -> str:
         if self.name == "debian":
@@ -132,6 +149,7 @@ STACKS: dict[str, RocmStack] = {
         cmake_rocm_root=True,
         stable_hip_flags=False,
         has_profilers=True,
+        stable_code_object_version=AMD_CODE_OBJECT_VERSION,
     ),
     "debian": RocmStack(
         name="debian",
@@ -143,12 +161,25 @@ STACKS: dict[str, RocmStack] = {
         cmake_rocm_root=False,
         stable_hip_flags=True,
         has_profilers=False,
+        stable_code_object_version=DEBIAN_CODE_OBJECT_VERSION,
     ),
 }
 
 
 def stack(settings: Settings) -> RocmStack:
     return STACKS[settings.rocm_stack]
+
+
+def code_object_version(settings: Settings) -> int:
+    """The code-object version of dev builds: the setting, else the stable compiler's
+    default, so that a dev build and the stable build share the kernels' ABI (a bisect
+    across LLVM's change of default would otherwise see every kernel change)."""
+    return settings.code_object_version or stack(settings).stable_code_object_version
+
+
+def code_object_flag(settings: Settings) -> str:
+    """The dev compiler's flag for :func:`code_object_version`: `-mcode-object-version=6`."""
+    return f"-mcode-object-version={code_object_version(settings)}"
 
 
 def detect_gpu_arch() -> str | None:
@@ -240,6 +271,14 @@ class RocmPlatform(Platform):
     def gpu_target(self, settings: Settings) -> str | None:
         return gpu_arch(settings)
 
+    def device_smoke(self, settings: Settings) -> dict[str, str]:
+        return {
+            "gpu_arch": gpu_arch(settings),
+            "rocm_path": rocm_path(settings),
+            "device_libs": stack(settings).device_libs(settings),
+            "code_object_flag": code_object_flag(settings),
+        }
+
     def stable_compiler(self, settings: Settings, probe: Probe) -> Compiler:
         """The stack's HIP compiler at its fixed path; nothing to ask the image."""
         return Compiler(
@@ -270,9 +309,12 @@ class RocmPlatform(Platform):
             flags.append(f"-DCMAKE_HIP_COMPILER_ROCM_ROOT={rocm}")
         explicit = flavor == "dev" or used.stable_hip_flags
         if explicit:  # AMD's stable keeps the vendor's HIP defaults: no CMAKE_HIP_FLAGS
+            # dev: the stable compiler's code-object version (or the setting's), whatever
+            # the default of the LLVM commit under test
+            version = f" {code_object_flag(settings)}" if flavor == "dev" else ""
             hip_flags = (
                 f"--rocm-path={rocm} --offload-arch={arch} {HIP_DEV_FLAGS} "
-                f"--rocm-device-lib-path={used.device_libs(settings)} {PREFIX_MAP}"
+                f"--rocm-device-lib-path={used.device_libs(settings)}{version} {PREFIX_MAP}"
             )
             flags.append(f"-DCMAKE_HIP_FLAGS={hip_flags}")
         flags += [f"-DGMX_HIP_TARGET_ARCH={arch}"]

@@ -5,7 +5,9 @@ in B. Per changed kernel: the deltas a compiler developer looks at, most importa
 first — occupancy drops, then new or more spills and scratch, then the largest VGPR and
 instruction changes. A category whose kernels are all byte-identical in both builds
 cannot owe a timing change to codegen: :func:`code_unchanged` says so, and
-:func:`summary_lines` prints it beside a timing verdict.
+:func:`summary_lines` prints it beside a timing verdict. Builds of different AMDGPU
+code-object versions differ in every kernel's ABI, whatever the compiler change did:
+:func:`code_object_note` says so, first.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import difflib
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from tabulate import tabulate
 
 from orchestrator.parsers.categories import CATEGORIES
@@ -119,9 +121,16 @@ class CodegenDiff(BaseModel):
     gpu: bool = True  # GPU kernels (a HIP build), else host functions (a CPU build)
     categories: dict[str, CategoryDiff]
     changed: list[KernelDelta]  # most important first
+    #: The AMDGPU code-object versions of A's and B's code objects (empty: a CPU build, or
+    #: a fingerprint taken before versions were recorded).
+    a_code_object_versions: list[int] = Field(default_factory=list)
+    b_code_object_versions: list[int] = Field(default_factory=list)
 
     def code_unchanged(self, category: str) -> bool:
         return code_unchanged(self, category)
+
+    def code_object_note(self) -> str | None:
+        return code_object_note(self)
 
 
 def _delta(pair: Pair) -> int:
@@ -195,6 +204,36 @@ def diff(a: Codegen, b: Codegen) -> CodegenDiff:
         gpu=any(arch.startswith("gfx") for arch in a.archs),
         categories=categories,
         changed=sorted(changed, key=KernelDelta.sort_key),
+        a_code_object_versions=a.code_object_versions,
+        b_code_object_versions=b.code_object_versions,
+    )
+
+
+def _versions(versions: list[int]) -> str:
+    return "+".join(f"v{v}" for v in versions)
+
+
+def code_object_note(d: CodegenDiff) -> str | None:
+    """One sentence when A and B hold different AMDGPU code-object versions, else None.
+
+    The code-object version is the kernels' ABI (kernel descriptor, implicit arguments,
+    metadata): when it changed, so did every kernel, for a reason that is not the
+    compiler change being measured. Unknown on either side (an old fingerprint): None.
+    """
+    a, b = d.a_code_object_versions, d.b_code_object_versions
+    if not a or not b or a == b:
+        return None
+    if len(a) == 1:
+        fix = (
+            f"build the dev side with -mcode-object-version={a[0]} (the default: dev builds "
+            f"follow the stable side; ORCH_CODE_OBJECT_VERSION={a[0]} forces it)"
+        )
+    else:
+        fix = "build both sides with one -mcode-object-version (ORCH_CODE_OBJECT_VERSION)"
+    return (
+        f"code-object version differs: {_versions(a)} ({d.a}, baseline) vs {_versions(b)} "
+        f"({d.b}): every kernel's ABI changed, so differences in kernel code may come from "
+        f"it, not from the compiler change; {fix}"
     )
 
 
@@ -264,9 +303,11 @@ HEADERS = ["category", "kernel", "instr", "Δinstr", "VGPR", "SGPR", "spills", "
            "LDS", "occupancy", "note"]  # fmt: skip
 
 
-def render(d: CodegenDiff, fmt: Format = "simple", limit: int = 40) -> str:
-    """Category summary, then the changed kernels, most important first."""
-    lines = [f"codegen: {d.a} → {d.b}", *summary_lines(d), ""]
+def render(d: CodegenDiff, fmt: Format = "simple", limit: int = 40, note: bool = True) -> str:
+    """A code-object version difference first (unless `note` is False: the caller printed
+    it), then the category summary, then the changed kernels, most important first."""
+    first = d.code_object_note() if note else None
+    lines = [*([first] if first else []), f"codegen: {d.a} → {d.b}", *summary_lines(d), ""]
     if d.changed:
         rows = []
         for k in d.changed[:limit]:

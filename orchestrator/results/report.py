@@ -72,7 +72,9 @@ def codegen_lines(cmp: Comparison) -> list[str]:
     """The codegen summary printed beside the timing verdict."""
     if cmp.codegen is None:
         return []
-    lines = ["codegen (kernels changed / unchanged / only in one build):"]
+    note = cmp.codegen.code_object_note()
+    lines = [f"warning: {note}"] if note else []  # first: it may explain every change below
+    lines.append("codegen (kernels changed / unchanged / only in one build):")
     lines += [f"  {line}" for line in summary_lines(cmp.codegen)]
     if cmp.cpu_only and cmp.codegen.gpu:
         lines.append(

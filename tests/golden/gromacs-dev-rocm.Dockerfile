@@ -28,7 +28,7 @@ RUN --mount=type=cache,id=gmxbench-ccache-rocm-bbbbbbbbbbbb-6a99bbcbbbcc,target=
       -DGMX_GPU=HIP \
       -DCMAKE_HIP_COMPILER=/opt/llvm-d7fead0f/bin/clang++ \
       -DCMAKE_HIP_COMPILER_ROCM_ROOT=/opt/rocm/core-7.12 \
-      '-DCMAKE_HIP_FLAGS=--rocm-path=/opt/rocm/core-7.12 --offload-arch=gfx1201 -fPIC -fno-gpu-rdc -ffast-math -munsafe-fp-atomics -fdenormal-fp-math=ieee -fcuda-flush-denormals-to-zero -fno-slp-vectorize -Wno-unused-command-line-argument -Wno-pass-failed --rocm-device-lib-path=/opt/rocm/core-7.12/lib/llvm/amdgcn/bitcode -ffile-prefix-map=/src/gromacs=. -ffile-prefix-map=/build/gromacs=build' \
+      '-DCMAKE_HIP_FLAGS=--rocm-path=/opt/rocm/core-7.12 --offload-arch=gfx1201 -fPIC -fno-gpu-rdc -ffast-math -munsafe-fp-atomics -fdenormal-fp-math=ieee -fcuda-flush-denormals-to-zero -fno-slp-vectorize -Wno-unused-command-line-argument -Wno-pass-failed --rocm-device-lib-path=/opt/rocm/core-7.12/lib/llvm/amdgcn/bitcode -mcode-object-version=6 -ffile-prefix-map=/src/gromacs=. -ffile-prefix-map=/build/gromacs=build' \
       -DGMX_HIP_TARGET_ARCH=gfx1201 \
       -DCMAKE_HIP_ARCHITECTURES=gfx1201 \
       -DGPU_TARGETS=gfx1201 \

@@ -24,7 +24,7 @@ RUN --mount=type=cache,id=gmxbench-ccache-rocm-bbbbbbbbbbbb-bf0174daca0b,target=
       -DCMAKE_BUILD_TYPE=Release \
       -DGMX_GPU=HIP \
       -DCMAKE_HIP_COMPILER=/opt/llvm-d7fead0f/bin/clang++ \
-      '-DCMAKE_HIP_FLAGS=--rocm-path=/usr --offload-arch=gfx1201 -fPIC -fno-gpu-rdc -ffast-math -munsafe-fp-atomics -fdenormal-fp-math=ieee -fcuda-flush-denormals-to-zero -fno-slp-vectorize -Wno-unused-command-line-argument -Wno-pass-failed --rocm-device-lib-path=/usr/lib/llvm-21/lib/clang/21/amdgcn/bitcode -ffile-prefix-map=/src/gromacs=. -ffile-prefix-map=/build/gromacs=build' \
+      '-DCMAKE_HIP_FLAGS=--rocm-path=/usr --offload-arch=gfx1201 -fPIC -fno-gpu-rdc -ffast-math -munsafe-fp-atomics -fdenormal-fp-math=ieee -fcuda-flush-denormals-to-zero -fno-slp-vectorize -Wno-unused-command-line-argument -Wno-pass-failed --rocm-device-lib-path=/usr/lib/llvm-21/lib/clang/21/amdgcn/bitcode -mcode-object-version=6 -ffile-prefix-map=/src/gromacs=. -ffile-prefix-map=/build/gromacs=build' \
       -DGMX_HIP_TARGET_ARCH=gfx1201 \
       -DCMAKE_HIP_ARCHITECTURES=gfx1201 \
       -DGPU_TARGETS=gfx1201 \
