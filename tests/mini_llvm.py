@@ -1,12 +1,16 @@
 """A small llvm-project stand-in: a real git repository that the LLVM toolchain template builds.
 
 Laid out like llvm-project (`llvm/CMakeLists.txt` is the top-level CMake project, `clang/`
-and `lld/` are added through `LLVM_ENABLE_PROJECTS`), it compiles a small clang driver
-from C++ sources and installs `bin/clang`, `bin/clang++` (a symlink) and `bin/ld.lld`
-(a symlink to `bin/lld`). A bare `clang --version` prints what real clang prints with
-`LLVM_FORCE_VC_REVISION`; everything else runs the distribution clang (and ld.lld) found
-at configure time, with the flags of `clang/lib/Driver/ExtraFlags.cpp` added: the knob
-that stands for a compiler change. Sources: `tests/data/mini_llvm/` (see its README).
+and `lld/` are added through `LLVM_ENABLE_PROJECTS`), it compiles from C++ sources what
+the template's `LLVM_DISTRIBUTION_COMPONENTS` name (clang with its clang++ symlink,
+clang-resource-headers, clang-offload-bundler, lld with ld.lld, llvm-objdump,
+llvm-readobj, llvm-readelf, and with `LLVM_LINK_LLVM_DYLIB` the libLLVM.so and
+libclang-cpp.so the tools link), with LLVM's `distribution` and
+`install-distribution[-stripped]` targets. A bare `clang --version` prints what real
+clang prints (`CLANG_VC_REPOSITORY`/`CLANG_VC_REVISION`, or `LLVM_FORCE_VC_REVISION`);
+everything else runs the distribution clang (and ld.lld, llvm-objdump, ...) found at
+configure time, with the flags of `clang/lib/Driver/ExtraFlags.cpp` added: the knob that
+stands for a compiler change. Sources: `tests/data/mini_llvm/` (see its README).
 
 Commits use a fixed author, committer and dates, so a commit's hash depends only on its
 content, message and parents.
@@ -25,6 +29,21 @@ SOURCES = Path(__file__).resolve().parent / "data" / "mini_llvm"
 EXTRA_FLAGS = "clang/lib/Driver/ExtraFlags.cpp"
 #: CLANG_VERSION_STRING: LLVMVersion.cmake's major.minor.patch and suffix.
 CLANG_VERSION = "23.0.0git"
+#: `ld.lld --version` (LLD_VERSION is the version without its suffix; no revision unless
+#: LLVM's own VCSRevision.h names a repository and a revision, as in LLVM).
+LLD_VERSION_LINE = "LLD 23.0.0 (compatible with GNU linkers)"
+#: What `install-distribution` puts in the prefix with the template's components and
+#: LLVM_LINK_LLVM_DYLIB=ON: files, and symlinks with their targets.
+DISTRIBUTION_FILES = (
+    "bin/clang", "bin/clang-offload-bundler", "bin/lld", "bin/llvm-objdump",
+    "bin/llvm-readobj", "lib/clang/23/include/stdnoreturn.h", "lib/libLLVM.so.23.0git",
+    "lib/libclang-cpp.so.23.0git",
+)  # fmt: skip
+DISTRIBUTION_SYMLINKS = {
+    "bin/clang++": "clang", "bin/ld.lld": "lld", "bin/llvm-readelf": "llvm-readobj",
+    "lib/libLLVM.so": "libLLVM.so.23.0git", "lib/libLLVM-23git.so": "libLLVM.so.23.0git",
+    "lib/libclang-cpp.so": "libclang-cpp.so.23.0git",
+}  # fmt: skip
 INITIAL_MESSAGE = "Mini llvm-project: a clang driver that forwards to the distribution clang"
 _EPOCH = 1767225600  # 2026-01-01T00:00:00Z; commit n is dated n minutes later
 
@@ -56,9 +75,22 @@ const std::vector<std::string> &extraDeviceFlags() {{
 """
 
 
-def version_line(revision: str) -> str:
-    """The first line of `clang --version` built with LLVM_FORCE_VC_REVISION=revision."""
+def version_line(revision: str, repository: str | None = None) -> str:
+    """The first line of `clang --version`, as real clang words it.
+
+    With `repository`: built with CLANG_VC_REPOSITORY=repository and
+    CLANG_VC_REVISION=revision (the template's line), `clang version 23.0.0git
+    (<repository> <revision>)`. Without: built with LLVM_FORCE_VC_REVISION=revision,
+    `clang version 23.0.0git (<revision>)`.
+    """
+    if repository:
+        return f"clang version {CLANG_VERSION} ({repository} {revision})"
     return f"clang version {CLANG_VERSION} ({revision})"
+
+
+def tool_version_line(tool: str, revision: str, repository: str | None = None) -> str:
+    """`<tool> --version` of clang's tools (clang-offload-bundler), as `version_line`."""
+    return version_line(revision, repository).replace("clang version", f"{tool} version", 1)
 
 
 def extra_flags_source(host_flags: Sequence[str] = (), device_flags: Sequence[str] = ()) -> str:

@@ -11,8 +11,8 @@
 #include "clang/Basic/Version.h"
 #include "clang/Config/config.h"
 #include "clang/Driver/ExtraFlags.h"
+#include "llvm/Support/Program.h"
 
-#include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -171,15 +171,7 @@ int run(int argc, char **argv) {
   }
   for (int I = 1; I < argc; ++I)
     Args.push_back(argv[I]);
-
-  std::vector<char *> Exec;
-  for (std::string &A : Args)
-    Exec.push_back(&A[0]);
-  Exec.push_back(nullptr);
-  execv(Target.c_str(), Exec.data());
-  std::cerr << "clang: error: unable to execute " << Target << ": "
-            << std::strerror(errno) << '\n';
-  return 1;
+  return llvm::sys::ExecuteInPlace("clang", Target, Args);
 }
 
 } // namespace driver

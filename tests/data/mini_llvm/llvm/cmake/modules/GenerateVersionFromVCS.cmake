@@ -1,6 +1,7 @@
 # CMake script that writes version control information to a header, as llvm-project's
 # llvm/cmake/modules/GenerateVersionFromVCS.cmake does (same inputs, same precedence:
-# LLVM_FORCE_VC_REVISION wins for every name, then <NAME>_VC_*, then the source's git).
+# LLVM_FORCE_VC_REVISION/_REPOSITORY win for every name, then <NAME>_VC_REPOSITORY with
+# <NAME>_VC_REVISION (both, or neither is used), then the git of <NAME>_SOURCE_DIR).
 #
 # Input variables:
 #   NAMES             - A list of names for each of the source directories.
@@ -35,8 +36,6 @@ endfunction()
 file(REMOVE "${HEADER_FILE}.tmp")
 string(REPLACE "|" ";" NAMES "${NAMES}")
 foreach(name IN LISTS NAMES)
-  set(revision "")
-  set(repository "")
   if(LLVM_FORCE_VC_REVISION AND LLVM_FORCE_VC_REPOSITORY)
     set(revision ${LLVM_FORCE_VC_REVISION})
     set(repository ${LLVM_FORCE_VC_REPOSITORY})

@@ -9,4 +9,7 @@
 #define MINI_LLVM_FORWARD_CLANG "${MINI_LLVM_FORWARD_CLANG}"
 #define MINI_LLVM_FORWARD_CLANGXX "${MINI_LLVM_FORWARD_CLANGXX}"
 
+/* The distribution clang-offload-bundler ours forwards to. */
+#define MINI_LLVM_FORWARD_CLANG_OFFLOAD_BUNDLER "${MINI_LLVM_FORWARD_CLANG_OFFLOAD_BUNDLER}"
+
 #endif

@@ -1,0 +1,1 @@
+// Intentionally empty source file to make CMake happy
