@@ -72,6 +72,12 @@ def images(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON, default=False)
+def prune(session: nox.Session) -> None:
+    """Old LLVM toolchain images removed, never the build tree (`-- --keep N --dry-run`)."""
+    _orchestrator(session, "prune")
+
+
+@nox.session(python=PYTHON, default=False)
 def render(session: nox.Session) -> None:
     """`nox -s render -- <template> [--set key=value ...]` prints a Dockerfile."""
     _orchestrator(session, "render")

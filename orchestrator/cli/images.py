@@ -1,4 +1,4 @@
-"""Image commands: `base`, `build`, `images`, `render`."""
+"""Image commands: `base`, `build`, `images`, `prune`, `render`."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from orchestrator.images.base import load_base_lock, make_base
 from orchestrator.images.gromacs import build_gromacs
 from orchestrator.images.render import render
 from orchestrator.workflows.build import toolchain_for
+from orchestrator.workflows.prune import DEFAULT_KEEP, prune
 from orchestrator.workflows.rebuild import REBUILD_REPO
 
 
@@ -42,6 +43,18 @@ def register(sub: Commands) -> None:
     p.add_argument("--json", action="store_true")
     p.add_argument("--all", action="store_true", help="also toolchains, builders and bases")
     p.set_defaults(handler=images)
+
+    p = sub.add_parser("prune", help="remove old LLVM toolchain images; never the build tree")
+    p.add_argument(
+        "--keep", type=int, default=DEFAULT_KEEP, metavar="N",
+        help=f"LLVM toolchains kept per platform, newest first (default {DEFAULT_KEEP})",
+    )  # fmt: skip
+    p.add_argument("--dry-run", action="store_true", help="say what would go; remove nothing")
+    p.add_argument(
+        "--sizes", action="store_true",
+        help="the workspace volumes' sizes too (the engine walks their files: seconds)",
+    )  # fmt: skip
+    p.set_defaults(handler=prune_toolchains)
 
     p = sub.add_parser("render", help="print a rendered Dockerfile")
     p.add_argument("template")
@@ -102,6 +115,29 @@ def images(args: argparse.Namespace, settings: Settings, console: Console) -> in
     headers = ["tag", "id", "platform", "compiler", "simd", "gromacs", "llvm", "created"]
     print(tabulate(rows, headers=headers) if rows else "no project images yet")
     return 0
+
+
+def prune_toolchains(args: argparse.Namespace, settings: Settings, console: Console) -> int:
+    done = prune(
+        engine.connect(), keep=args.keep, dry_run=args.dry_run, sizes=args.sizes, emit=console
+    )
+    gone = "would remove" if args.dry_run else "removed"
+    rows = [
+        [gone if t.removed else "kept", t.tag, t.llvm_commit, t.created, t.why]
+        for t in done.toolchains
+    ]
+    headers = ["", "LLVM toolchain", "llvm", "created", "kept because"]
+    print(tabulate(rows, headers=headers) if rows else "no LLVM toolchain images")
+    volumes = [[v.name, _size(v.size)] if args.sizes else [v.name] for v in done.volumes]
+    headers = ["kept LLVM workspace volume", "size"][: 2 if args.sizes else 1]
+    print("\n" + (tabulate(volumes, headers=headers) if volumes else "no LLVM workspace volumes"))
+    print(f"\n{gone} {len(done.removed)} of {len(done.toolchains)} LLVM toolchain images; "
+          "prune never removes a workspace volume (clone, build tree, ccache)")  # fmt: skip
+    return 0
+
+
+def _size(size: int | None) -> str:
+    return "?" if size is None else f"{size / 1e9:.1f} GB"
 
 
 def render_template(args: argparse.Namespace, settings: Settings, console: Console) -> int:

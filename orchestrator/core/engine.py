@@ -773,3 +773,47 @@ def push(client: Client, repo: str, version: str, emit: Emit = ignore) -> str | 
     except docker.errors.APIError as exc:
         raise PushError(str(exc.explanation or exc)) from None
     return digest
+
+
+# Volumes, and untagging that says why not (for `prune`) -------------------------------
+
+
+@dataclass(frozen=True)
+class Volume:
+    """A volume as plain values; `size` in bytes when asked for and the engine knows it."""
+
+    name: str
+    labels: dict[str, str]
+    created: str
+    size: int | None = None
+
+
+def volumes(client: Client, label: str, *, sizes: bool = False) -> list[Volume]:
+    """Volumes carrying `label` (`key` or `key=value`), by name. With `sizes`, each one's
+    size from the engine's disk usage (`docker system df -v`), which walks the files of
+    every volume: 1.3 s for one 186,000-file LLVM workspace, +0.6 s per 200,000 files."""
+    found = client.volumes.list(filters={"label": label})
+    usage: dict[str, Any] = {}
+    if sizes and found:
+        usage = {v["Name"]: v.get("UsageData") or {} for v in client.df().get("Volumes") or []}
+    out = []
+    for v in sorted(found, key=lambda v: str(v.name)):
+        size = usage.get(v.name, {}).get("Size")
+        out.append(Volume(
+            str(v.name), dict(v.attrs.get("Labels") or {}), str(v.attrs.get("CreatedAt", "")),
+            size if isinstance(size, int) and size >= 0 else None,  # -1: not computed
+        ))  # fmt: skip
+    return out
+
+
+def untag(client: Client, ref: str) -> str | None:
+    """`remove_image(ref)`: None once `ref` is gone (the image too, when it was its last
+    tag and no image is built on it), else the engine's reason (a container uses it)."""
+    try:
+        remove_image(client, ref)
+    except docker.errors.NotFound:
+        return None
+    except docker.errors.APIError as exc:
+        if image(client, ref) is not None:
+            return str(exc.explanation or exc).split("\n")[0][:200]
+    return None
