@@ -7,6 +7,7 @@ from tabulate import tabulate
 from benchmarks import (
     bench_builds,
     bench_db,
+    bench_llvm_commit,
     bench_loop,
     bench_parse,
     bench_runs,
@@ -50,3 +51,9 @@ print(tabulate(builds, headers="keys") if builds else "no GROMACS image in the e
 print()
 print("Codegen fingerprint of the newest image of each platform, measured now")
 print(tabulate(probes, headers="keys") if probes else "no GROMACS image in the engine")
+print()
+print(
+    "An LLVM commit outside the compiler, real llvm-project (targets: ≤ 60 s, ≤ 300 MB "
+    "per commit after the first)"
+)
+print(tabulate(bench_llvm_commit.main(), headers="keys"))

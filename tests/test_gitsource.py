@@ -71,8 +71,20 @@ def test_working_tree_dot_and_path(repo: Path, monkeypatch: pytest.MonkeyPatch) 
     assert clean.full == head and not clean.dirty and clean.label == clean.short
     assert diff_digest(repo) is None
 
-    (repo / "untracked.txt").write_text("ignored\n")
-    assert not resolve_commit(str(repo), ".").dirty  # untracked files do not count
+    (repo / ".gitignore").write_text("*.log\n")
+    git(repo, "add", ".gitignore")
+    git(repo, "commit", "-q", "-m", "ignore logs")
+    head = git(repo, "rev-parse", "HEAD")
+    (repo / "build.log").write_text("ignored\n")
+    assert not resolve_commit(str(repo), ".").dirty  # an ignored file is not a change
+
+    # A new file is part of the change under test (a new pass is a new .cpp).
+    (repo / "NewPass.cpp").write_text("int p = 1;\n")
+    untracked = resolve_commit(str(repo), ".")
+    assert untracked.dirty and untracked.diff_sha256 == diff_digest(repo) is not None
+    (repo / "NewPass.cpp").write_text("int p = 2;\n")
+    assert diff_digest(repo) != untracked.diff_sha256  # its content counts, not its name
+    (repo / "NewPass.cpp").unlink()
 
     (repo / "a.cpp").write_text("int a = 3;\n")
     dirty = resolve_commit(str(repo), ".")

@@ -1,13 +1,16 @@
 """The LLVM toolchain path for real, on a mini llvm-project (`tests/mini_llvm.py`).
 
 The unchanged `toolchain-llvm` template builds a commit, a second commit that changes one
-file, and a dirty working tree, through `ensure_toolchain_llvm`: BuildKit cache mounts,
-ccache, `git archive` of a commit and of `git stash create`, configure, ninja install,
-the `--version` check, labels and tag. Only LLVM's own CMake is replaced.
+file, and a dirty working tree (an untracked file too), through `ensure_toolchain_llvm`:
+the workspace volume (clone, build tree, ccache), git bundles of what the clone lacks, the
+snapshot commit of a dirty tree, configure, `ninja distribution`, the stripped
+distribution install, the `--version` check, the container committed, labels and tag.
+Only LLVM's own CMake is replaced.
 """
 
 from __future__ import annotations
 
+import contextlib
 import platform
 import re
 import time
@@ -16,37 +19,53 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import docker.errors
 import pytest
-from mini_llvm import INITIAL_MESSAGE, MiniLlvm, make_mini_llvm, version_line
+from mini_llvm import (
+    DISTRIBUTION_FILES,
+    DISTRIBUTION_SYMLINKS,
+    INITIAL_MESSAGE,
+    MiniLlvm,
+    make_mini_llvm,
+    version_line,
+)
 
+from orchestrator.core import engine as engine_api
 from orchestrator.core.events import Event, Message
 from orchestrator.images import builder, toolchain
 from orchestrator.images.catalog import probe
-from orchestrator.images.toolchain_llvm import ensure_toolchain_llvm, prefix_for
+from orchestrator.images.toolchain_llvm import (
+    ensure_environment,
+    ensure_toolchain_llvm,
+    prefix_for,
+    workspace_volume,
+)
 
 pytestmark = pytest.mark.engine
 
 HOST_FLAG = "-fno-unroll-loops"  # the second commit's "backend change"
 DEVICE_FLAG = "-fno-unroll-loops"  # the dirty tree's, on the HIP device side only
-STEP = re.compile(r"^#\d+ \d+(?:\.\d+)? \[\d+/\d+\] (.+)$")
-#: What ninja runs after a commit that changes ExtraFlags.cpp: the revision header
-#: (its command names the new revision), the two sources, their libraries, the driver,
-#: its clang++ symlink and the install. lld does not depend on either: not relinked.
+STEP = re.compile(r"^\[\d+/\d+\] (.+)$")
+#: What ninja runs after a commit that changes ExtraFlags.cpp: the revision headers
+#: (regenerated each checkout, unchanged but clang's, which names the new revision), the
+#: two sources, libclang-cpp.so and what links it. libLLVM.so, lld and the LLVM tools
+#: depend on neither: not relinked.
 INCREMENTAL_STEPS = {
+    "Generating VCSRevision.h",
     "Generating VCSVersion.inc",
-    "Building CXX object tools/clang/lib/Basic/CMakeFiles/clangBasic.dir/Version.cpp.o",
-    "Building CXX object tools/clang/lib/Driver/CMakeFiles/clangDriver.dir/ExtraFlags.cpp.o",
-    "Linking CXX static library lib/libclangBasic.a",
-    "Linking CXX static library lib/libclangDriver.a",
+    "Building CXX object tools/clang/lib/Basic/CMakeFiles/obj.clangBasic.dir/Version.cpp.o",
+    "Building CXX object tools/clang/lib/Driver/CMakeFiles/obj.clangDriver.dir/ExtraFlags.cpp.o",
+    "Linking CXX shared library lib/libclang-cpp.so.23.0git",
+    "Creating library symlink lib/libclang-cpp.so",
+    "Linking CXX executable bin/clang-offload-bundler",
     "Linking CXX executable bin/clang",
-    "Creating executable symlink bin/clang++",
-    "Install the project...",
 }
 INCREMENTAL_SUMMARY = re.compile(
-    r"^ninja: 8 of 8 steps, compiled 2 files: (tools/clang/lib/Basic/Version\.cpp, "
+    r"^ninja: \d+ of \d+ steps, compiled 2 files: (tools/clang/lib/Basic/Version\.cpp, "
     r"tools/clang/lib/Driver/ExtraFlags\.cpp|tools/clang/lib/Driver/ExtraFlags\.cpp, "
     r"tools/clang/lib/Basic/Version\.cpp)$"
 )
+UNTRACKED = "clang/lib/Driver/NewPass.cpp"  # the dirty tree's new file, never git-added
 OMP_PROGRAM = r"""
 #include <cstdio>
 #include <omp.h>
@@ -68,7 +87,7 @@ int main() {
 @dataclass
 class Build:
     tag: str
-    revision: str  # what LLVM_FORCE_VC_REVISION was
+    revision: str  # what CLANG_VC_REVISION was
     prefix: str
     seconds: float
     messages: list[str] = field(default_factory=list)
@@ -77,12 +96,15 @@ class Build:
         return [m[1] for line in self.messages if (m := STEP.match(line))]
 
     def ninja(self) -> str:
-        return next((line for line in self.messages if line.startswith("ninja: ")), "no summary")
+        summary = re.compile(r"^ninja: (\d+ of \d+ steps|no work to do)")
+        return next((line for line in self.messages if summary.match(line)), "no summary")
 
 
 @dataclass
 class Builds:
     repo: MiniLlvm
+    volume: str
+    environment: str
     builder_seconds: float
     first: Build
     second: Build
@@ -120,15 +142,21 @@ def builds(engine: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bu
         two = _build(engine, settings, second[:12], second, second[:8])
         tags.append(two.tag)
         repo.edit(device_flags=[DEVICE_FLAG])
+        (repo.path / UNTRACKED).write_text("// new, untracked: the build must see it\n")
         dirty = _build(engine, settings, str(repo.path), f"{second}-dirty", f"{second[:8]}-dirty")
         tags.append(dirty.tag)
         print(f"\nbuilder base {builder_seconds:.1f} s")
         for what, build in (("first commit", one), ("second commit", two), ("dirty tree", dirty)):
             print(f"{what}: {build.tag} in {build.seconds:.1f} s; {build.ninja()}")
-        yield Builds(repo, builder_seconds, one, two, dirty)
+        environment, ctx = ensure_environment(engine, settings)
+        volume = workspace_volume(settings, ctx, str(repo.path))
+        yield Builds(repo, volume, environment, builder_seconds, one, two, dirty)
     finally:
         for tag in tags:
             engine.images.remove(tag, noprune=False)
+        environment, ctx = ensure_environment(engine, settings)
+        with contextlib.suppress(docker.errors.NotFound):
+            engine.volumes.get(workspace_volume(settings, ctx, str(repo.path))).remove()
 
 
 def _sh(engine: Any, build: Build, script: str) -> str:
@@ -137,9 +165,9 @@ def _sh(engine: Any, build: Build, script: str) -> str:
     return out
 
 
-def _version_lines(build: Build) -> list[str]:
+def _version_lines(build: Build, repository: str) -> list[str]:
     return [
-        version_line(build.revision),
+        version_line(build.revision, repository),
         f"Target: {platform.machine()}-unknown-linux-gnu",
         "Thread model: posix",
         f"InstalledDir: {build.prefix}/bin",
@@ -147,12 +175,13 @@ def _version_lines(build: Build) -> list[str]:
 
 
 def test_version_names_the_commit_as_real_clang(engine: Any, builds: Builds) -> None:
+    repository = str(builds.repo.path)
     for build in (builds.first, builds.second, builds.dirty):
         for driver in ("clang", "clang++"):
             out = _sh(engine, build, f"{build.prefix}/bin/{driver} --version")
-            assert out.splitlines() == _version_lines(build), build.tag
+            assert out.splitlines() == _version_lines(build, repository), build.tag
         compiler = toolchain.compiler_of(engine, build.tag)
-        assert compiler.version == version_line(build.revision)
+        assert compiler.version == version_line(build.revision, repository)
         assert compiler.cxx == f"{build.prefix}/bin/clang++"
     assert builds.dirty.revision.endswith("-dirty")
     assert "-dirty-" in builds.dirty.tag
@@ -214,6 +243,30 @@ def test_second_commit_rebuilds_only_the_changed_file(builds: Builds) -> None:
 def test_dirty_tree_rebuilds_only_the_changed_file(builds: Builds) -> None:
     assert set(builds.dirty.steps()) == INCREMENTAL_STEPS, builds.dirty.steps()
     assert INCREMENTAL_SUMMARY.match(builds.dirty.ninja()), builds.dirty.ninja()
+
+
+def test_each_build_sends_only_what_the_clone_lacks(engine: Any, builds: Builds) -> None:
+    """A bundle of the new objects per commit; the dirty tree's untracked file arrives."""
+    checkouts = [
+        next(line for line in build.messages if line.startswith("checkout: "))
+        for build in (builds.first, builds.second, builds.dirty)
+    ]
+    assert checkouts[1].startswith("checkout: 1 files differ"), checkouts
+    assert checkouts[2].startswith("checkout: 2 files differ"), checkouts  # + the new file
+    assert any("the objects the clone lacks" in line for line in builds.second.messages)
+    code, out = engine_api.run_capture(
+        engine, builds.environment,
+        ["bash", "-c", f"test -f /llvm/src/{UNTRACKED} && git -C /llvm/src status --porcelain"],
+        volumes={builds.volume: {"bind": "/llvm", "mode": "ro"}},
+    )  # fmt: skip
+    assert code == 0 and out.strip() == "", out
+
+
+def test_the_toolchain_is_the_stripped_distribution(engine: Any, builds: Builds) -> None:
+    """What `install-distribution-stripped` installs, not `ninja install`'s every library."""
+    listing = _sh(engine, builds.first, f"cd {builds.first.prefix} && find . ! -type d | sort")
+    found = {line.removeprefix("./") for line in listing.splitlines()}
+    assert found == set(DISTRIBUTION_FILES) | set(DISTRIBUTION_SYMLINKS), sorted(found)
 
 
 def _cc1_lines(engine: Any, build: Build, args: str) -> list[str]:

@@ -372,6 +372,98 @@ class BuildFailed(UserError):
     """A Dockerfile step failed: the inputs do not build (a bisect skips such a commit)."""
 
 
+class ContainerBuildFailed(BuildFailed):
+    """A build run in a container (`build_in_container`) exited with `code`."""
+
+    def __init__(self, message: str, code: int | None) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def build_in_container(
+    client: Client,
+    config: Mapping[str, Any],
+    *,
+    what: str,
+    files: ContextFiles,
+    put_at: str,
+    changes: list[str] | None,
+    log: Path,
+    emit: Emit = ignore,
+    timeout: float = 24 * 3600,
+) -> str:
+    """Run a build in a container, then commit it as an image; return the image id
+    (with `changes` None nothing is committed and the id is "").
+
+    For builds whose state outlives them in a volume (LLVM's tree), which `docker build`
+    cannot mount. `files` are put at `put_at` before the start; the output streams line
+    by line to `log` and `emit` as `build` streams its own, and a failure raises
+    `ContainerBuildFailed` with the exit code. `changes` are `docker commit --change`
+    lines. The container is removed whatever happens, so nothing half-built is left.
+    """
+    started = time.monotonic()
+    failure = _Failure()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    container = _create(client, config)
+    try:
+        if files:
+            container.put_archive(put_at, _context_tar_of(files))
+        with log.open("w", encoding="utf-8", buffering=1) as sink:
+            emit(BuildStarted(f"building {what}", what=what, log=log))
+
+            def line(text: str) -> None:
+                sink.write(text + "\n")
+                emit(BuildOutput(text))
+                failure.add(text)
+
+            container.start()
+            streamer = threading.Thread(target=_stream_lines, args=(container, line), daemon=True)
+            streamer.start()
+            code = _wait(container, timeout)
+            streamer.join(timeout=10)
+        seconds = time.monotonic() - started
+        if code != 0:
+            emit(BuildEnded(f"{what} failed", what=what, log=log, ok=False, seconds=seconds))
+            error = "it ran out of time" if code is None else f"it exited with {code}"
+            raise ContainerBuildFailed(_failure_message(what, failure, error, log), code)
+        image_id = "" if changes is None else str(container.commit(changes="\n".join(changes)).id)
+    finally:
+        with contextlib.suppress(requests.exceptions.RequestException):
+            _remove_container(container)
+    made = f" as {image_id[:19]}" if image_id else ""
+    text = f"built {what}{made} in {time.monotonic() - started:.1f} s"
+    emit(BuildEnded(text, what=what, log=log, seconds=time.monotonic() - started))
+    return image_id
+
+
+def _context_tar_of(files: ContextFiles) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, item in files.items():
+            if isinstance(item, Path):
+                tar.add(item, arcname=name)
+            else:
+                info = tarfile.TarInfo(name)
+                info.size, info.mode = len(item), 0o644
+                tar.addfile(info, io.BytesIO(item))
+    return buf.getvalue()
+
+
+def _stream_lines(container: Any, line: Any) -> None:
+    """Whole lines of a container's output (chunks split anywhere), `\r` updates dropped."""
+    pending = ""
+    try:
+        for chunk in container.logs(stream=True, follow=True):
+            pending += chunk.decode(errors="replace")
+            *done, pending = pending.split("\n")
+            for text in done:
+                line(text.rsplit("\r", 1)[-1])
+    except (docker.errors.APIError, requests.exceptions.RequestException, ValueError):
+        pass
+    if pending:
+        line(pending)
+
+
 def _build_api(
     client: Client,
     dockerfile: str,
@@ -472,6 +564,7 @@ def run_capture(
     environment: Mapping[str, str] | None = None,
     labels: Mapping[str, str] | None = None,
     stderr: bool = True,
+    volumes: Mapping[str, Mapping[str, str]] | None = None,
 ) -> tuple[int, str]:
     """Run a short command in a throw-away container; return (exit code, stdout+stderr),
     or stdout alone without `stderr` (a command whose stdout is data)."""
@@ -481,6 +574,7 @@ def run_capture(
         "environment": dict(environment or {}),
         "labels": dict(labels or {}),
         "network_disabled": True,
+        "volumes": {name: dict(bind) for name, bind in (volumes or {}).items()},
     }
     container = _create(client, config)
     try:
@@ -804,6 +898,16 @@ def volumes(client: Client, label: str, *, sizes: bool = False) -> list[Volume]:
             size if isinstance(size, int) and size >= 0 else None,  # -1: not computed
         ))  # fmt: skip
     return out
+
+
+def ensure_volume(client: Client, name: str, labels: Mapping[str, str]) -> bool:
+    """Create volume `name` with `labels` unless it exists; True when it was created."""
+    try:
+        client.volumes.get(name)
+        return False
+    except docker.errors.NotFound:
+        client.volumes.create(name, labels=dict(labels))
+        return True
 
 
 def untag(client: Client, ref: str) -> str | None:

@@ -166,6 +166,12 @@ class Settings(BaseSettings):
         description="AMDGPU code-object version of dev builds (4, 5 or 6); unset: the stable "
         "compiler's default, so both sides of a comparison share the kernels' ABI",
     )
+    rocm_device_libs: str | None = Field(
+        None,
+        description="the device-library folder (ocml.bc, ...) dev builds link, as a path "
+        "in the images; unset: the ROCm stack's own. Device libraries built by the LLVM "
+        "under test go here when the stack's are too new or too old for it",
+    )
     simd: str = Field("AVX2_256", description="GROMACS GMX_SIMD level of every build")
     gromacs: GromacsSource | None = Field(
         None, description="GROMACS source (url + ref); default depends on the platform"

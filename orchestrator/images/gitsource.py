@@ -2,9 +2,11 @@
 
 * Local checkout: any revision `git rev-parse` knows (short or full hash, branch, tag).
   `.` (or a path to a checkout) means "the working tree as it is now": HEAD, marked
-  dirty when tracked files have uncommitted changes (untracked files are ignored).
-* Git URL: `git ls-remote` only, no clone: branch and tag names, and hashes (full or
-  abbreviated) of branch or tag tips. A full 40-hex hash that is no tip cannot be checked
+  dirty when it has uncommitted changes, new files that git does not ignore included
+  (a new `.cpp` is part of the change under test).
+* Git URL: `git ls-remote --heads --tags` only, no clone (llvm-project's other refs, its
+  pull requests, number in the hundreds of thousands): branch and tag names, and hashes
+  (full or abbreviated) of branch or tag tips. A full 40-hex hash that is no tip cannot be checked
   without fetching; it is accepted as given (`ResolvedCommit.verified` is False).
 """
 
@@ -34,10 +36,10 @@ class ResolvedCommit(BaseModel):
     source: str  # checkout path or URL (credentials removed)
     full: str  # 40-hex commit
     short: str  # `git rev-parse --short=8` (longer when 8 is ambiguous)
-    dirty: bool  # working tree with uncommitted changes to tracked files
+    dirty: bool  # working tree with uncommitted changes or untracked, unignored files
     label: str  # "<short>" or "<short>-dirty"
     ref: str | None = None  # e.g. refs/heads/main when resolved through a ref
-    diff_sha256: str | None = None  # of `git diff HEAD` when dirty
+    diff_sha256: str | None = None  # of the changes when dirty (see `diff_digest`)
     verified: bool = True  # False: a remote hash that is no ref tip, taken as given
 
 
@@ -52,13 +54,21 @@ def display_source(source: str) -> str:
 
 
 def git(
-    args: list[str], cwd: Path | None = None, check: bool = True
+    args: list[str],
+    cwd: Path | None = None,
+    check: bool = True,
+    stdin: bytes | None = None,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "LC_ALL": "C"}
+    env = {
+        **os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "LC_ALL": "C",
+        **(env or {}),
+    }  # fmt: skip
     try:
         result = subprocess.run(
-            ["git", *args], cwd=cwd, env=env, capture_output=True, timeout=TIMEOUT, check=False
-        )
+            ["git", *args], cwd=cwd, env=env, input=stdin, capture_output=True,
+            timeout=TIMEOUT, check=False,
+        )  # fmt: skip
     except FileNotFoundError:
         raise UserError(
             "git is not installed; install it (apt-get install -y git) and run again."
@@ -126,7 +136,7 @@ def _working_tree(path: Path, shown: str) -> ResolvedCommit:
     if head.returncode != 0:
         raise UsageError(f"The checkout {top} has no commits yet; commit something first.")
     full = head.stdout.decode().strip()
-    status = git(["status", "--porcelain", "--untracked-files=no"], cwd=top)
+    status = git(["status", "--porcelain", "--untracked-files=normal"], cwd=top)
     dirty = bool(status.stdout.strip())
     return _make(str(top), full, _short(top, full), dirty, diff_digest(top) if dirty else None)
 
@@ -178,7 +188,7 @@ def _local(top: Path, source: str, rev: str) -> ResolvedCommit:
 
 def _remote(url: str, rev: str) -> ResolvedCommit:
     shown = display_source(url)
-    result = git(["ls-remote", url], check=False)
+    result = git(["ls-remote", "--heads", "--tags", url], check=False)
     if result.returncode != 0:
         raise UsageError(
             f"Cannot list the LLVM repository {shown} "
@@ -216,9 +226,18 @@ def _remote(url: str, rev: str) -> ResolvedCommit:
 
 
 def diff_digest(path: Path | str) -> str | None:
-    """sha256 of `git diff HEAD` (tracked files) when the tree is dirty, else None."""
+    """sha256 of the working tree's changes, None when clean: `git diff HEAD` of tracked
+    files plus the name and blob id of every untracked file git does not ignore (hashed,
+    not written: resolving a revision leaves the repository as it was)."""
     top = _checkout(Path(path).expanduser(), str(path))
     diff = git(["diff", "HEAD", "--no-ext-diff", "--no-color", "--binary"], cwd=top)
-    if not diff.stdout:
+    listed = git(["ls-files", "--others", "--exclude-standard", "-z"], cwd=top).stdout
+    names = [name for name in listed.split(b"\0") if name]
+    if not diff.stdout and not names:
         return None
-    return hashlib.sha256(diff.stdout).hexdigest()
+    digest = hashlib.sha256(diff.stdout)
+    if names:
+        blobs = git(["hash-object", "--stdin-paths"], cwd=top, stdin=b"\n".join(names) + b"\n")
+        for name, blob in zip(names, blobs.stdout.split(), strict=True):
+            digest.update(b"\0untracked\0" + name + b"\0" + blob)
+    return digest.hexdigest()

@@ -17,6 +17,7 @@ from orchestrator.core.errors import UsageError
 from orchestrator.core.shipped import shipped
 
 SUFFIX = ".Dockerfile.j2"
+SCRIPT_SUFFIX = ".sh.j2"
 
 
 @cache
@@ -52,6 +53,14 @@ def render(name: str, context: Mapping[str, Any]) -> str:
             f"Template {name!r} needs a value that was not given: {exc.message}. "
             f"Pass it with --set key=value."
         ) from None
+
+
+def render_script(name: str, context: Mapping[str, Any]) -> str:
+    """Render `images/<name>.sh.j2`, a script an image carries (with the same strictness)."""
+    try:
+        return _environment().get_template(name + SCRIPT_SUFFIX).render(**context)
+    except jinja2.UndefinedError as exc:
+        raise UsageError(f"Script template {name!r} needs a value: {exc.message}.") from None
 
 
 def uses_buildkit(dockerfile: str) -> bool:

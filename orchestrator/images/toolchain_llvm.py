@@ -1,30 +1,31 @@
 """The LLVM toolchain block: clang + lld built at one commit of the user's llvm-project.
 
-Built with BuildKit cache mounts (ccache and the build tree), so the next commit
-recompiles only what changed. The source is a git URL fetched in the build, or a local
-checkout sent as a `git archive` (of the working tree, when dirty).
-Template: `toolchain-llvm`; tag: `gmxbench-toolchain:<platform>-llvm-<hash>[-dirty-<diff>]`.
+Built at the scale of a real llvm-project (2 GB, about 3,900 ninja steps): the clone,
+the build tree and ccache live in a volume the tool owns (`llvm_workspace`), so a commit
+costs what changed in it, not a 2 GB layer; the build runs in a container of the
+`toolchain-llvm` environment image, and that container is committed as the toolchain
+image, whose one new layer is the stripped distribution (`install-distribution-stripped`).
+Tag: `gmxbench-toolchain:<platform>-llvm-<hash>[-dirty-<diff>]`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
 from orchestrator.core import engine
-from orchestrator.core.engine import Client
+from orchestrator.core.engine import Client, ContainerBuildFailed
 from orchestrator.core.errors import UserError
 from orchestrator.core.events import Emit, Event, Message, ignore
 from orchestrator.core.settings import Settings
-from orchestrator.images import builder, toolchain
+from orchestrator.images import builder, llvm_workspace, toolchain
 from orchestrator.images.catalog import inputs_key
-from orchestrator.images.gitsource import ResolvedCommit, is_url, resolve_commit
-from orchestrator.images.provenance import build_log_path
-from orchestrator.images.render import render
+from orchestrator.images.gitsource import ResolvedCommit, display_source, is_url, resolve_commit
+from orchestrator.images.provenance import build_log_path, label
+from orchestrator.images.render import render, render_script
 from orchestrator.platforms import active
 from orchestrator.platforms.base import Compiler
 
@@ -32,10 +33,24 @@ TEMPLATE = "toolchain-llvm"
 #: What the LLVM toolchains are built for: the GPU backend and the host.
 LLVM_TARGETS = "AMDGPU;X86"
 EXAMPLE_LLVM = "d7fead0f"
+#: What the loop uses of LLVM (llvm/docs/BuildingADistribution.rst): the compilers, the
+#: tools the codegen fingerprint runs, and the two shared libraries they link.
+COMPONENTS = (
+    "clang", "clang-resource-headers", "clang-offload-bundler", "lld",
+    "llvm-objdump", "llvm-readobj", "llvm-readelf", "LLVM", "clang-cpp",
+)  # fmt: skip
+#: Where LLVM installs in the build tree's configuration: one prefix for every commit
+#: (a per-commit one would reconfigure), moved to `prefix_for(short)` after the install.
+INSTALL_PREFIX = "/opt/llvm"
+CCACHE_SIZE = "20G"
+#: On the build's container: the toolchain it makes (`runs clean` finds a dead one by it).
+BUILD_LABEL = label("build")
+#: Exit codes of the build script (images/toolchain-llvm.sh.j2).
+LACKS_PREREQUISITES, DEVICE_LIBS_MISMATCH = 75, 76
 
 
 def source_kind(source: str) -> Literal["git", "context"]:
-    """A URL is fetched in the build (`git`); a local checkout arrives as a context tarball."""
+    """A URL is fetched by the build; a local checkout is sent as a bundle."""
     return "git" if is_url(source) else "context"
 
 
@@ -44,30 +59,50 @@ def prefix_for(short: str) -> str:
 
 
 def context(
-    settings: Settings,
-    *,
-    builder_image: str,
-    builder_id: str,
-    commit: str,
-    short: str,
-    targets: str = LLVM_TARGETS,
+    settings: Settings, *, builder_image: str, builder_id: str, targets: str = LLVM_TARGETS
 ) -> dict[str, Any]:
-    """Template variables of `toolchain-llvm`.
-
-    The build-tree cache is keyed by what configures the tree (builder image, targets),
-    not by the commit: the next commit then recompiles only the files that changed.
-    """
-    key = hashlib.sha256(f"{builder_id}\0{targets}".encode()).hexdigest()[:12]
+    """Variables of the `toolchain-llvm` image and script: nothing per commit, so every
+    commit shares one environment image and one workspace volume."""
+    platform = active(settings)
+    smoke = platform.device_smoke(settings)
     return {
         "builder_image": builder_image,
-        "llvm_source_kind": source_kind(settings.llvm_source),
-        "llvm_source": settings.llvm_source,
-        "llvm_commit": commit,
-        "llvm_short": short,
-        "llvm_prefix": prefix_for(short),
+        "builder_id": builder_id,
         "targets": targets,
-        "build_cache": f"gmxbench-llvm-build-{active(settings).name}-{key}",
+        "workspace": llvm_workspace.MOUNT,
+        "install_prefix": INSTALL_PREFIX,
+        "components": ";".join(COMPONENTS),
+        "ccache_size": CCACHE_SIZE,
+        "gpu_arch": smoke.get("gpu_arch", ""),
+        "rocm_path": smoke.get("rocm_path", ""),
+        "device_libs": smoke.get("device_libs", ""),
+        "code_object_flag": smoke.get("code_object_flag", ""),
     }
+
+
+def configure_line(script: str) -> str:
+    """The rendered script's `configure()` function: what defines a build tree."""
+    start = script.index("configure() {")
+    return script[start : script.index("\n}\n", start) + 2]
+
+
+def workspace_volume(settings: Settings, ctx: dict[str, Any], repository: str) -> str:
+    """One volume per repository and build configuration (builder, configure line).
+
+    A template change outside `configure()` keeps the volume, so it never costs a cold
+    build; a change of the line or the builder is a new tree, as it must be. Two
+    repositories (a test's stand-in, another clone) never share, or empty, a build tree.
+    """
+    line = configure_line(render_script(TEMPLATE, ctx))
+    parts = (ctx["builder_id"], ctx["targets"], line, repository)
+    key = hashlib.sha256("\0".join(parts).encode()).hexdigest()
+    return f"gmxbench-llvm-{active(settings).name}-{key[:12]}"
+
+
+def repository_of(settings: Settings, commit: ResolvedCommit) -> str:
+    """What clang names as its repository: the URL fetched, or the checkout's path."""
+    url = is_url(commit.source) and source_kind(settings.llvm_source) == "git"
+    return display_source(settings.llvm_source if url else commit.source)
 
 
 def llvm_compiler(short: str, commit: str | None = None, dirty: bool = False) -> Compiler:
@@ -89,12 +124,13 @@ def example_compiler() -> Compiler:
 
 def example_context(name: str, settings: Settings) -> dict[str, Any]:
     return context(
-        settings,
-        builder_image=builder.example_tag(settings),
-        builder_id="sha256:" + "0" * 64,
-        commit=EXAMPLE_LLVM + "0" * 32,
-        short=EXAMPLE_LLVM,
+        settings, builder_image=builder.example_tag(settings), builder_id="sha256:" + "0" * 64
     )
+
+
+def example_script(settings: Settings) -> str:
+    """The build script as the example environment image carries it (golden tests)."""
+    return render_script(TEMPLATE, example_context(TEMPLATE, settings))
 
 
 def resolve_llvm(settings: Settings, rev: str) -> ResolvedCommit:
@@ -109,6 +145,24 @@ def llvm_tag(settings: Settings, commit: ResolvedCommit) -> str:
     if commit.dirty and commit.diff_sha256:
         label += f"-{commit.diff_sha256[:8]}"  # each dirty state is its own toolchain
     return toolchain.tag_for(settings, f"llvm-{label}")
+
+
+def ensure_environment(
+    client: Client, settings: Settings, emit: Emit = ignore
+) -> tuple[str, dict[str, Any]]:
+    """The environment image (builder + ld.lld + the build script); tag and context."""
+    base = builder.ensure_builder(client, settings, emit)
+    ctx = context(settings, builder_image=base.tag, builder_id=base.id)
+    dockerfile, script = render(TEMPLATE, ctx), render_script(TEMPLATE, ctx)
+    key = inputs_key(TEMPLATE, dockerfile, script)[:12]
+    tag = f"{toolchain.REPO}:{active(settings).name}-llvm-environment-{key}"
+    if engine.image(client, tag) is None:
+        image_id = engine.build(
+            client, dockerfile, what=tag, files={"build-llvm.sh": script.encode()},
+            log=build_log_path(settings.results_dir, tag), emit=emit,
+        )  # fmt: skip
+        engine.tag(client, image_id, tag)
+    return tag, ctx
 
 
 def ensure_toolchain_llvm(
@@ -130,68 +184,128 @@ def ensure_toolchain_llvm(
             f"--no-llvm-rebuild: no toolchain image {tag} exists yet. Run once without "
             f"--no-llvm-rebuild to build LLVM {commit.label}."
         )
-    base = builder.ensure_builder(client, settings, emit)
-    ctx = context(
-        settings,
-        builder_image=base.tag,
-        builder_id=base.id,
-        commit=commit.full + ("-dirty" if commit.dirty else ""),
-        short=commit.label,
-    )
-    dockerfile = render(TEMPLATE, ctx)
-    compiler = llvm_compiler(commit.label, commit.label, commit.dirty)
-    with tempfile.TemporaryDirectory(prefix="gmxbench-llvm-") as tmp:
-        files: dict[str, bytes | Path] = {}
-        if ctx["llvm_source_kind"] == "context":
-            files["llvm-src.tar"] = _source_tarball(Path(commit.source), commit, Path(tmp))
-        emit(
-            Message(
-                f"building LLVM {commit.label} (hours the first time, minutes after one-file edits)"
-            )
+    emit(
+        Message(
+            f"building LLVM {commit.label} (hours the first time, minutes after one-file edits)"
         )
-        progress = NinjaProgress()
-
-        def watch(event: Event) -> None:
-            if isinstance(event, Message):
-                progress.feed(event.text)
-            emit(event)
-
-        image_id = engine.build(
-            client, dockerfile, what=tag, files=files, buildkit=True,
-            log=build_log_path(settings.results_dir, tag), emit=watch,
-        )  # fmt: skip
+    )
+    image_id, progress, ctx = _run(client, settings, commit, tag, plan=False, emit=emit)
     if progress.seen:
         emit(Message(progress.summary()))
-    key = inputs_key(TEMPLATE, dockerfile, commit.diff_sha256 or "")
+    revision = commit.full + ("-dirty" if commit.dirty else "")
+    key = inputs_key(TEMPLATE, render(TEMPLATE, ctx), render_script(TEMPLATE, ctx), revision,
+                     commit.diff_sha256 or "")  # fmt: skip
+    compiler = llvm_compiler(commit.label, commit.label, commit.dirty)
     toolchain.finish(client, settings, image_id, tag, key, compiler, emit)
     return tag
 
 
-def _source_tarball(checkout: Path, commit: ResolvedCommit, tmp: Path) -> Path:
-    """`git archive` of the commit, or of the working tree (`git stash create`) when dirty."""
-    tree = commit.full
-    if commit.dirty:
-        stash = subprocess.run(
-            ["git", "-C", str(checkout), "stash", "create"], capture_output=True, text=True
-        ).stdout.strip()
-        tree = stash or commit.full
-    out = tmp / "llvm-src.tar"
-    proc = subprocess.run(
-        ["git", "-C", str(checkout), "archive", "--format=tar", "-o", str(out), tree],
-        capture_output=True,
-        text=True,
+def plan_toolchain_llvm(
+    client: Client, settings: Settings, rev: str, *, emit: Emit = ignore
+) -> NinjaProgress:
+    """What building LLVM at `rev` would run, without building: the workspace's clone is
+    brought to the commit and configured as a build would, then `ninja -n -d explain`."""
+    commit = resolve_llvm(settings, rev)
+    _image, progress, _ctx = _run(
+        client, settings, commit, llvm_tag(settings, commit) + "-plan", plan=True, emit=emit
     )
-    if proc.returncode != 0:
-        raise UserError(
-            f"git archive of {commit.label} in {checkout} failed: {proc.stderr.strip()}"
+    return progress
+
+
+def _run(
+    client: Client, settings: Settings, commit: ResolvedCommit, tag: str, *, plan: bool,
+    emit: Emit,
+) -> tuple[str, NinjaProgress, dict[str, Any]]:  # fmt: skip
+    environment, ctx = ensure_environment(client, settings, emit)
+    repository = repository_of(settings, commit)
+    volume = workspace_volume(settings, ctx, repository)
+    if llvm_workspace.ensure_volume(client, volume, ctx["builder_id"], repository):
+        emit(Message(f"new LLVM workspace volume {volume}: this first build compiles all of LLVM"))
+    progress = NinjaProgress()
+
+    def watch(event: Event) -> None:
+        if isinstance(event, Message):
+            progress.feed(event.text)
+        emit(event)
+
+    with tempfile.TemporaryDirectory(prefix="gmxbench-llvm-") as tmp:
+        image_id = _build(
+            client, settings, commit, tag, environment, volume, Path(tmp), watch, plan=plan
         )
-    return out
+    return image_id, progress, ctx
 
 
-# ninja's progress lines as BuildKit's plain log shows them: `#12 3.4 [5/8] Linking …`.
+def _build(
+    client: Client, settings: Settings, commit: ResolvedCommit, tag: str,
+    environment: str, volume: str, tmp: Path, emit: Emit, *, plan: bool,
+) -> str:  # fmt: skip
+    """Send what the clone lacks, run the build script, commit the container."""
+    url = is_url(commit.source) and source_kind(settings.llvm_source) == "git"
+    repository = repository_of(settings, commit)
+    revision = commit.full + ("-dirty" if commit.dirty else "")
+    scratch = None if url else llvm_workspace.Scratch(Path(commit.source), tmp)
+    checkout = commit.full if scratch is None else llvm_workspace.checkout_commit(scratch, commit)
+    have = set() if scratch is None else llvm_workspace.known_commits(client, environment, volume)
+    for attempt in (1, 2):
+        files: dict[str, bytes | Path] = {}
+        source = settings.llvm_source if url else ""
+        if scratch is not None and checkout not in have:
+            bundle = scratch.bundle(checkout, have, tmp / f"{attempt}.bundle")
+            files["incoming.bundle"] = bundle
+            source = f"{llvm_workspace.MOUNT}/incoming.bundle"
+            what = "the whole history" if not have else "the objects the clone lacks"
+            emit(Message(f"bundle: {bundle.stat().st_size / 1e6:.2f} MB ({what})"))
+        config = {
+            "image": environment,
+            "command": ["gmxbench-build-llvm", checkout, revision, prefix_for(commit.label),
+                        repository, source],
+            "environment": {"GMXBENCH_LLVM_PLAN": "1"} if plan else {},
+            "volumes": {volume: {"bind": llvm_workspace.MOUNT, "mode": "rw"}},
+            "network_disabled": not url,
+            "labels": {BUILD_LABEL: tag},
+        }  # fmt: skip
+        try:
+            return engine.build_in_container(
+                client, config, what=tag, files=files, put_at=llvm_workspace.MOUNT,
+                changes=None if plan else ['CMD ["/bin/bash"]'],
+                log=build_log_path(settings.results_dir, tag), emit=emit,
+            )  # fmt: skip
+        except ContainerBuildFailed as exc:
+            if exc.code == LACKS_PREREQUISITES and attempt == 1:
+                emit(Message(f"the LLVM clone in {volume} lacks this bundle's base: sending all"))
+                have = set()
+                continue
+            if exc.code == DEVICE_LIBS_MISMATCH:
+                raise UserError(_device_libs_message(settings, commit, exc)) from None
+            raise
+    raise AssertionError("unreachable")
+
+
+def _device_libs_message(settings: Settings, commit: ResolvedCommit, exc: Exception) -> str:
+    smoke = active(settings).device_smoke(settings)
+    detail = str(exc)
+    why = (
+        "the device libraries were written by a newer LLVM than this clang (bitcode only "
+        "reads forward)"
+        if "Unknown attribute kind" in detail or "Invalid record" in detail
+        else "this clang and the device libraries disagree (see the compiler's words below)"
+    )
+    return (
+        f"The LLVM toolchain {commit.label} was built, but it cannot compile for "
+        f"{smoke.get('gpu_arch')} with the device libraries in {smoke.get('device_libs')}: "
+        f"{why}. A GROMACS build would fail the same way an hour later, so nothing was tagged. "
+        f"Build LLVM at a commit no older than the one that wrote the device libraries, or "
+        f"point the ROCm platform at device libraries built by this LLVM "
+        f"(amd/device-libs in llvm-project), or pick the code-object version they support "
+        f"with code_object_version (ORCH_CODE_OBJECT_VERSION).\n{detail}"
+    )
+
+
+# ninja's progress lines, bare or as BuildKit's plain log shows them (`#12 3.4 [5/8] …`).
 _NINJA_STEP = re.compile(r"^(?:#\d+ \d+(?:\.\d+)? )?\[(\d+)/(\d+)\] (.+)$")
 _NINJA_IDLE = re.compile(r"^(?:#\d+ \d+(?:\.\d+)? )?ninja: no work to do\.$")
 _COMPILE = re.compile(r"^Building (?:C|CXX|ASM|HIP|CUDA) object (\S+)$")
+_LINK = re.compile(r"^Linking (?:C|CXX) (?:shared library|executable|static library) (\S+)$")
 _SHOWN = 10
 
 
@@ -205,6 +319,7 @@ class NinjaProgress:
     def __init__(self) -> None:
         self.idle = False
         self.compiled: dict[str, None] = {}  # in order, once each
+        self.linked: dict[str, None] = {}
         self._done, self._planned = 0, 0  # earlier ninja runs in the same log
         self._lines, self._step, self._of = 0, 0, 0  # the current run
 
@@ -233,6 +348,9 @@ class NinjaProgress:
         if step < self._step:  # ninja started again
             self._done, self._planned, self._lines = self.steps, self.total, 0
         self._lines, self._step, self._of = self._lines + 1, step, of
+        linked = _LINK.match(match[3])
+        if linked:
+            self.linked[linked[1]] = None
         compiled = _COMPILE.match(match[3])
         if compiled:
             source = re.sub(r"CMakeFiles/[^/]+\.dir/", "", compiled[1])

@@ -271,6 +271,11 @@ class Platform(ABC):
         """The GPU target GROMACS is compiled for; None without a GPU."""
         return None
 
+    def device_smoke(self, settings: Settings) -> dict[str, str]:
+        """What an LLVM toolchain's device smoke compile needs (`gpu_arch`, `rocm_path`,
+        `device_libs`, `code_object_flag`); empty: no device code, no smoke compile."""
+        return {}
+
     @abstractmethod
     def stable_compiler(self, settings: Settings, probe: Probe) -> Compiler:
         """The reference compiler, the one the stable image is built with."""

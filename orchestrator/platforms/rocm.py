@@ -123,6 +123,8 @@ class RocmStack:
         )
 
     def device_libs(self, settings: Settings) -> str:
+        if settings.rocm_device_libs:
+            return settings.rocm_device_libs
         if self.name == "debian":
             return f"/usr/lib/llvm-{DEBIAN_LLVM}/lib/clang/{DEBIAN_LLVM}/amdgcn/bitcode"
         return f"{self.rocm_path(settings)}/lib/llvm/amdgcn/bitcode"
@@ -251,7 +253,8 @@ class RocmPlatform(Platform):
             "rocm_path": rocm_path(settings),
         }
         if settings.rocm_stack == "debian":
-            context |= {"llvm": DEBIAN_LLVM, "device_libs": stack(settings).device_libs(settings)}
+            own = settings.model_copy(update={"rocm_device_libs": None})  # the stack's, checked
+            context |= {"llvm": DEBIAN_LLVM, "device_libs": stack(own).device_libs(own)}
         return context
 
     def gromacs_values(self, settings: Settings) -> dict[str, Any]:

@@ -1,0 +1,106 @@
+#!/bin/bash
+# Builds clang + lld (AMDGPU;X86) at one llvm-project commit in the gmxbench
+# workspace volume. Usage: gmxbench-build-llvm COMMIT REVISION PREFIX REPOSITORY [BUNDLE|URL]
+# COMMIT is checked out (a snapshot commit for a working tree with changes); REVISION is
+# what `clang --version` names (the commit, or `<commit>-dirty`).
+# Exit codes the tool reads: 75 the clone lacks the bundle's prerequisites (send a whole
+# bundle), 76 the device libraries do not fit this clang.
+set -euo pipefail
+COMMIT=$1 REVISION=$2 PREFIX=$3 REPOSITORY=$4 FROM=${5:-}
+SRC=/llvm/src BUILD=/llvm/build CCACHE=/llvm/ccache
+exec 9>/llvm/.lock
+flock 9  # one build per workspace at a time
+
+fetch() {
+  if [ ! -d "$SRC/.git" ]; then
+    git init --quiet "$SRC"
+  fi
+  if [ -z "$FROM" ]; then
+    git -C "$SRC" cat-file -e "$COMMIT^{commit}"
+  elif [ -f "$FROM" ]; then
+    if ! git -C "$SRC" bundle verify --quiet "$FROM" 2>/tmp/verify.err; then
+      cat /tmp/verify.err >&2
+      exit 75
+    fi
+    git -C "$SRC" fetch --quiet "$FROM" "+refs/heads/*:refs/gmxbench/*"
+    rm -f "$FROM"
+  else
+    git -C "$SRC" fetch --quiet --depth 1 "$FROM" "$COMMIT"
+    git -C "$SRC" update-ref "refs/gmxbench/$COMMIT" "$COMMIT"
+  fi
+  # Only the files that differ from the last build's commit are written.
+  local last
+  last=$(git -C "$SRC" rev-parse --quiet --verify HEAD || true)
+  git -C "$SRC" -c advice.detachedHead=false checkout --quiet --force --detach "$COMMIT"
+  git -C "$SRC" clean -ffdxq
+  if [ -n "$last" ]; then
+    echo "checkout: $(git -C "$SRC" diff --name-only "$last" "$COMMIT" | wc -l) files differ from ${last:0:12}"
+  else
+    echo "checkout: $(git -C "$SRC" ls-files | wc -l) files (a new clone)"
+  fi
+}
+
+configure() {
+  cmake -S "$SRC/llvm" -B "$BUILD" -G Ninja \
+    -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_INSTALL_PREFIX=/opt/llvm \
+    '-DLLVM_ENABLE_PROJECTS=clang;lld' \
+    '-DLLVM_TARGETS_TO_BUILD=AMDGPU;X86' \
+    '-DLLVM_DISTRIBUTION_COMPONENTS=clang;clang-resource-headers;clang-offload-bundler;lld;llvm-objdump;llvm-readobj;llvm-readelf;LLVM;clang-cpp' \
+    -DLLVM_LINK_LLVM_DYLIB=ON \
+    -DLLVM_USE_LINKER=lld \
+    -DLLVM_CCACHE_BUILD=ON \
+    "-DLLVM_CCACHE_DIR=$CCACHE" \
+    -DLLVM_CCACHE_MAXSIZE=20G \
+    -DLLVM_APPEND_VC_REV=OFF \
+    "-DCLANG_VC_REPOSITORY=$REPOSITORY" \
+    "-DCLANG_VC_REVISION=$REVISION" \
+    -DLLVM_INCLUDE_TESTS=OFF \
+    -DLLVM_INCLUDE_EXAMPLES=OFF \
+    -DLLVM_INCLUDE_BENCHMARKS=OFF \
+    -DLLVM_INCLUDE_DOCS=OFF \
+    -DCLANG_INCLUDE_DOCS=OFF
+}
+
+build() {
+  ninja -C "$BUILD" -j"$(nproc)" distribution
+  rm -rf /tmp/stage
+  DESTDIR=/tmp/stage ninja -C "$BUILD" install-distribution-stripped >/dev/null
+  mkdir -p "$(dirname "$PREFIX")"
+  mv /tmp/stage/opt/llvm "$PREFIX"
+  "$PREFIX/bin/clang" --version | grep -F "$REVISION" \
+    || { echo "clang --version does not name $REVISION" >&2; exit 1; }
+}
+
+# The device libraries are bitcode that only reads forward, and a code-object version
+# needs its oclc_abi_version file: a mismatch shows here, not an hour into GROMACS.
+smoke() {
+  printf '%s\n' '#include <hip/hip_runtime.h>' \
+    '__global__ void smoke(float *x) { x[threadIdx.x] = sinf(x[threadIdx.x]) + expf(x[threadIdx.x]); }' \
+    >/tmp/smoke.hip
+  if ! "$PREFIX/bin/clang++" -x hip --cuda-device-only -O3 -c /tmp/smoke.hip -o /tmp/smoke.o \
+      --offload-arch=gfx1201 --rocm-path=/opt/rocm/core-7.12 \
+      --rocm-device-lib-path=/opt/rocm/core-7.12/lib/llvm/amdgcn/bitcode -mcode-object-version=6 2>/tmp/smoke.err; then
+    cat /tmp/smoke.err >&2
+    exit 76
+  fi
+  echo "device libraries: smoke compile for gfx1201 (sinf, expf) passed"
+}
+
+fetch
+# CMake runs when the line changed (each commit: the revision clang names); otherwise
+# ninja re-runs it itself if a CMakeLists changed. An unused option would be a typo.
+if [ ! -f "$BUILD/build.ninja" ] || [ "$(cat "$BUILD/gmxbench-configured" 2>/dev/null)" != "$REVISION" ]; then
+  configure 2>&1 | tee /tmp/configure.log
+  if grep -q "Manually-specified variables were not used" /tmp/configure.log; then
+    echo "an option of the configure line is not used by this llvm-project" >&2
+    exit 1
+  fi
+  echo "$REVISION" >"$BUILD/gmxbench-configured"
+fi
+if [ -n "${GMXBENCH_LLVM_PLAN:-}" ]; then
+  # What this commit would rebuild, and why (ninja's own words), without building.
+  exec ninja -C "$BUILD" -n -d explain distribution
+fi
+build
+smoke
