@@ -11,8 +11,11 @@ Only LLVM's own CMake is replaced.
 from __future__ import annotations
 
 import contextlib
+import os
 import platform
 import re
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -297,3 +300,25 @@ def test_each_toolchain_adds_its_own_flags(engine: Any, builds: Builds) -> None:
         host_line = next(line for line in lines if '"-aux-triple" "amdgcn-amd-amdhsa"' in line)
         assert (flag in host_line) == on_host, (build.tag, host_line)
         assert (device in device_line) == on_device, (build.tag, device_line)
+
+
+def test_plan_says_what_a_commit_would_rebuild_and_builds_nothing(
+    engine: Any, builds: Builds, tmp_path: Any
+) -> None:
+    """`build toolchain --llvm <commit> --plan` after the dirty build: going back to the
+    second commit would recompile the two files the dirty tree changed, and nothing is
+    tagged (ninja -n in the workspace)."""
+    second = builds.repo.head()
+    env = {
+        **os.environ, "ORCH_PLATFORM": "cpu", "ORCH_LLVM_SOURCE": str(builds.repo.path),
+        "ORCH_RESULTS_DIR": str(tmp_path / "results"),
+    }  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "build", "toolchain", "--llvm", second[:12],
+         "--plan"], env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary, links = done.stdout.splitlines()[-2:]
+    assert INCREMENTAL_SUMMARY.match(summary), done.stdout
+    assert "bin/clang" in links and "lib/libclang-cpp.so.23.0git" in links
+    assert "Traceback" not in done.stderr

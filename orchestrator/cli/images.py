@@ -17,6 +17,7 @@ from orchestrator.images import blocks, catalog, lint
 from orchestrator.images.base import load_base_lock, make_base
 from orchestrator.images.gromacs import build_gromacs
 from orchestrator.images.render import render
+from orchestrator.images.toolchain_llvm import plan_toolchain_llvm
 from orchestrator.workflows.build import toolchain_for
 from orchestrator.workflows.prune import DEFAULT_KEEP, prune
 from orchestrator.workflows.rebuild import REBUILD_REPO
@@ -37,6 +38,11 @@ def register(sub: Commands) -> None:
     p.add_argument("--toolchain", help="toolchain image holding the dev compiler")
     p.add_argument("--package", help="distribution compiler package for a toolchain (clang-16)")
     p.add_argument("--llvm", help="LLVM commit in ORCH_LLVM_SOURCE, or a checkout path (as it is)")
+    p.add_argument(
+        "--plan", action="store_true",
+        help="with `toolchain --llvm`: what building that commit would compile and link "
+        "(ninja -n in the workspace, configured as a build), building nothing",
+    )  # fmt: skip
     p.set_defaults(handler=build)
 
     p = sub.add_parser("images", help="list the project's images with their provenance")
@@ -78,6 +84,15 @@ def base(args: argparse.Namespace, settings: Settings, console: Console) -> int:
 
 def build(args: argparse.Namespace, settings: Settings, console: Console) -> int:
     client = engine.connect()
+    if args.plan:
+        if args.what != "toolchain" or not args.llvm:
+            raise UsageError("--plan goes with `build toolchain --llvm <commit>`.")
+        plan = plan_toolchain_llvm(client, settings, args.llvm, emit=console)
+        print(plan.summary())
+        links = list(plan.linked)
+        more = f" and {len(links) - 12} more" if len(links) > 12 else ""
+        print(f"links: {', '.join(links[:12]) or 'nothing'}{more}")
+        return 0
     toolchain = None
     if args.what != "stable":
         toolchain = toolchain_for(

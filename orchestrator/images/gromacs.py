@@ -205,11 +205,24 @@ def context(
         "raw_cmake_flags": flags,
         "launchers": [f"-DCMAKE_{lang}_COMPILER_LAUNCHER=ccache" for lang in platform.languages],
         "compile_cache": compile_cache_id(platform.name, builder_id, source),
+        "compiler_check": compiler_check(compiler),
+        "compiler_digest": compiler.content_sha256 or "",
         "cc": compiler.cc,
         "cxx": compiler.cxx,
         "hip_compiler": compiler.hip or "",
         **platform.gromacs_values(settings),
     }
+
+
+#: The compile cache's compiler check for an LLVM toolchain: its prefix's digest for the
+#: compilers in it, each other compiler's own content (the builder's, for host units).
+COMPILER_CHECK = "/opt/gmxbench/compiler-check %compiler%"
+
+
+def compiler_check(compiler: Compiler) -> str:
+    """ccache's `compiler_check`: `content`, or for an LLVM toolchain a command that
+    names it by all of its files (clang's binary is the same when only libLLVM.so changes)."""
+    return COMPILER_CHECK if compiler.content_sha256 else "content"
 
 
 def example_probe(command: list[str]) -> tuple[int, str]:

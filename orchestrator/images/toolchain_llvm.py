@@ -22,7 +22,7 @@ from orchestrator.core.errors import UserError
 from orchestrator.core.events import Emit, Event, Message, ignore
 from orchestrator.core.settings import Settings
 from orchestrator.images import builder, llvm_workspace, toolchain
-from orchestrator.images.catalog import inputs_key
+from orchestrator.images.catalog import inputs_key, probe
 from orchestrator.images.gitsource import ResolvedCommit, display_source, is_url, resolve_commit
 from orchestrator.images.provenance import build_log_path, label
 from orchestrator.images.render import render, render_script
@@ -42,6 +42,8 @@ COMPONENTS = (
 #: Where LLVM installs in the build tree's configuration: one prefix for every commit
 #: (a per-commit one would reconfigure), moved to `prefix_for(short)` after the install.
 INSTALL_PREFIX = "/opt/llvm"
+#: In the prefix: sha256 over its files, written by the build script (`Compiler.content_sha256`).
+CONTENT_FILE = ".content-sha256"
 CCACHE_SIZE = "20G"
 #: On the build's container: the toolchain it makes (`runs clean` finds a dead one by it).
 BUILD_LABEL = label("build")
@@ -196,6 +198,10 @@ def ensure_toolchain_llvm(
     key = inputs_key(TEMPLATE, render(TEMPLATE, ctx), render_script(TEMPLATE, ctx), revision,
                      commit.diff_sha256 or "")  # fmt: skip
     compiler = llvm_compiler(commit.label, commit.label, commit.dirty)
+    code, digest = probe(client, image_id, ["cat", f"{prefix_for(commit.label)}/{CONTENT_FILE}"])
+    if code != 0 or len(digest.strip()) != 64:
+        raise UserError(f"The LLVM toolchain {tag} has no {CONTENT_FILE}: {digest.strip()[:200]}")
+    compiler.content_sha256 = digest.strip()
     toolchain.finish(client, settings, image_id, tag, key, compiler, emit)
     return tag
 
@@ -254,7 +260,7 @@ def _build(
             files["incoming.bundle"] = bundle
             source = f"{llvm_workspace.MOUNT}/incoming.bundle"
             what = "the whole history" if not have else "the objects the clone lacks"
-            emit(Message(f"bundle: {bundle.stat().st_size / 1e6:.2f} MB ({what})"))
+            emit(Message(f"bundle: {bundle.stat().st_size / 1e6:.3f} MB ({what})"))
         config = {
             "image": environment,
             "command": ["gmxbench-build-llvm", checkout, revision, prefix_for(commit.label),

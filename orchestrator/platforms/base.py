@@ -76,6 +76,9 @@ class Compiler(BaseModel):
     llvm_commit: str | None = None
     llvm_dirty: bool = False
     package: str | None = None
+    #: sha256 over every file of an LLVM toolchain's prefix: the compile cache's key for
+    #: its compilers, whose binaries stay the same when only libLLVM.so changes.
+    content_sha256: str | None = None
 
 
 class CompileCacheStats(BaseModel):

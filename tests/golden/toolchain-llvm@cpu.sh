@@ -68,6 +68,11 @@ build() {
   DESTDIR=/tmp/stage ninja -C "$BUILD" install-distribution-stripped >/dev/null
   mkdir -p "$(dirname "$PREFIX")"
   mv /tmp/stage/opt/llvm "$PREFIX"
+  # clang's binary stays the same when only libLLVM.so changes: the compile cache keys
+  # this compiler by all of its files.
+  (cd "$PREFIX" && find . -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum \
+    | cut -d' ' -f1) >/tmp/content-sha256
+  mv /tmp/content-sha256 "$PREFIX/.content-sha256"
   "$PREFIX/bin/clang" --version | grep -F "$REVISION" \
     || { echo "clang --version does not name $REVISION" >&2; exit 1; }
 }
