@@ -135,7 +135,7 @@ def our_containers(client: Any) -> list[Any]:
 # On a warm engine they are reused in seconds (inputs-keyed); cold, stable and dev each
 # compile GROMACS from source (~10-15 min apiece on 2 cores). The dev compiler is the
 # LLVM toolchain path for real, on a mini llvm-project (`tests/mini_llvm.py`) whose clang
-# forwards to Debian's clang-16: the LLVM template, BuildKit and ccache all run.
+# forwards to Debian's clang-16: the LLVM template, its workspace volume and ccache all run.
 
 TOOLCHAIN_PACKAGE = "clang-16"
 

@@ -97,7 +97,7 @@ def test_dev_built_with_toolchain_clang(
     assert f"/opt/llvm-{commit[:8]}/bin/clang" in cxx_line and "Clang 16" in cxx_line
     row = _json_record(engine, dev_image.tag)
     assert row["compiler"] == f"/opt/llvm-{commit[:8]}/bin/clang"  # clang++ resolved
-    assert row["compiler_version"] == version_line(commit)
+    assert row["compiler_version"] == version_line(commit, str(mini_llvm.path))
     assert row["llvm_commit"] == commit[:8]
     assert re.fullmatch(rf"gromacs:dev-llvm-{commit[:8]}-\d{{8}}-\d{{4}}", row["tag"])
     current = engine.images.get("gromacs:dev-current")

@@ -91,7 +91,7 @@ def test_bench_llvm_commit_end_to_end(
         result = RunStore.load(path)
         assert result.finished and result.ns_per_day
         assert result.llvm_commit == short
-        assert result.compiler_version == f"clang version 23.0.0git ({commit})"
+        assert result.compiler_version == f"clang version 23.0.0git ({mini_llvm.path} {commit})"
     assert url not in out + proc.stderr  # the webhook URL is a secret
 
 

@@ -156,7 +156,7 @@ def test_dirty_tree_bench_runs_the_whole_loop(loop: Loop, rocm_stable: Any, dirt
         result = RunStore.load(path)
         assert result.finished and result.ns_per_day
         assert result.llvm_commit == f"{short}-dirty"
-        assert result.compiler_version == version_line(f"{commit}-dirty")
+        assert result.compiler_version == version_line(f"{commit}-dirty", str(loop.llvm.path))
 
 
 def test_changed_kernels_are_those_an_independent_compile_changes(

@@ -46,6 +46,7 @@ from orchestrator.images.provenance import (
     save_lockfile,
 )
 from orchestrator.images.render import render, uses_buildkit
+from orchestrator.images.toolchain_llvm import CONTENT_FILE
 from orchestrator.parsers.codegen import Codegen
 from orchestrator.platforms import PLATFORMS, active, on
 from orchestrator.platforms.base import (
@@ -203,10 +204,8 @@ def context(
         "prefix": prefix,
         "cmake_flags": shell_words(flags),
         "raw_cmake_flags": flags,
-        "launchers": [f"-DCMAKE_{lang}_COMPILER_LAUNCHER=ccache" for lang in platform.languages],
+        "launchers": launchers(platform.languages, platform.tested_languages, compiler),
         "compile_cache": compile_cache_id(platform.name, builder_id, source),
-        "compiler_check": compiler_check(compiler),
-        "compiler_digest": compiler.content_sha256 or "",
         "cc": compiler.cc,
         "cxx": compiler.cxx,
         "hip_compiler": compiler.hip or "",
@@ -214,15 +213,21 @@ def context(
     }
 
 
-#: The compile cache's compiler check for an LLVM toolchain: its prefix's digest for the
-#: compilers in it, each other compiler's own content (the builder's, for host units).
-COMPILER_CHECK = "/opt/gmxbench/compiler-check %compiler%"
-
-
-def compiler_check(compiler: Compiler) -> str:
-    """ccache's `compiler_check`: `content`, or for an LLVM toolchain a command that
-    names it by all of its files (clang's binary is the same when only libLLVM.so changes)."""
-    return COMPILER_CHECK if compiler.content_sha256 else "content"
+def launchers(languages: tuple[str, ...], tested: tuple[str, ...], compiler: Compiler) -> list[str]:
+    """ccache as every language's compiler launcher. An LLVM toolchain's compilers also
+    hash its prefix's digest (`CCACHE_EXTRAFILES`): with the dylib, clang's binary, which
+    `compiler_check=content` hashes, is the same when only libLLVM.so changes. Languages
+    the builder's compiler compiles keep plain ccache, so they share the stable build's cache.
+    """
+    found = []
+    for lang in languages:
+        if compiler.content_sha256 and lang in tested:
+            digest = f"{compiler.cxx.rsplit('/bin/', 1)[0]}/{CONTENT_FILE}"
+            launcher = f"env;CCACHE_EXTRAFILES={digest};ccache"
+            found.append(shlex.quote(f"-DCMAKE_{lang}_COMPILER_LAUNCHER={launcher}"))
+        else:
+            found.append(f"-DCMAKE_{lang}_COMPILER_LAUNCHER=ccache")
+    return found
 
 
 def example_probe(command: list[str]) -> tuple[int, str]:

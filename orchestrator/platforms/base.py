@@ -234,6 +234,8 @@ class Platform(ABC):
     has_devices: ClassVar[bool] = False
     #: The CMake languages of a GROMACS build (each gets the compile cache as launcher).
     languages: ClassVar[tuple[str, ...]] = ("C", "CXX")
+    #: Those a dev build compiles with the compiler under test (the others: the builder's).
+    tested_languages: ClassVar[tuple[str, ...]] = ("C", "CXX")
     #: Where the compiler of example dev renders comes from: an LLVM commit (the main
     #: use) or a distribution package.
     example_toolchain: ClassVar[Literal["llvm", "package"]] = "llvm"

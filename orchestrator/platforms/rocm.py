@@ -225,6 +225,7 @@ class RocmPlatform(Platform):
     gpu_support = "HIP"
     has_devices = True
     languages = ("C", "CXX", "HIP")
+    tested_languages = ("HIP",)
 
     def __init__(self, dev_root: Path = Path("/dev")) -> None:
         self.dev_root = dev_root
