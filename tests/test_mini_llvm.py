@@ -38,6 +38,7 @@ from orchestrator.core.events import Event, Message
 from orchestrator.images import builder, toolchain
 from orchestrator.images.catalog import probe
 from orchestrator.images.toolchain_llvm import (
+    CONTENT_FILE,
     ensure_environment,
     ensure_toolchain_llvm,
     prefix_for,
@@ -49,12 +50,10 @@ pytestmark = pytest.mark.engine
 HOST_FLAG = "-fno-unroll-loops"  # the second commit's "backend change"
 DEVICE_FLAG = "-fno-unroll-loops"  # the dirty tree's, on the HIP device side only
 STEP = re.compile(r"^\[\d+/\d+\] (.+)$")
-#: What ninja runs after a commit that changes ExtraFlags.cpp: the revision headers
-#: (regenerated each checkout, unchanged but clang's, which names the new revision), the
-#: two sources, libclang-cpp.so and what links it. libLLVM.so, lld and the LLVM tools
-#: depend on neither: not relinked.
+#: What ninja runs after a commit that changes ExtraFlags.cpp: clang's revision header
+#: (its command names the new revision), the two sources, libclang-cpp.so and what links
+#: it. libLLVM.so, lld and the LLVM tools depend on neither: not relinked.
 INCREMENTAL_STEPS = {
-    "Generating VCSRevision.h",
     "Generating VCSVersion.inc",
     "Building CXX object tools/clang/lib/Basic/CMakeFiles/obj.clangBasic.dir/Version.cpp.o",
     "Building CXX object tools/clang/lib/Driver/CMakeFiles/obj.clangDriver.dir/ExtraFlags.cpp.o",
@@ -259,7 +258,8 @@ def test_each_build_sends_only_what_the_clone_lacks(engine: Any, builds: Builds)
     assert any("the objects the clone lacks" in line for line in builds.second.messages)
     code, out = engine_api.run_capture(
         engine, builds.environment,
-        ["bash", "-c", f"test -f /llvm/src/{UNTRACKED} && git -C /llvm/src status --porcelain"],
+        ["bash", "-c", f"test -f /llvm/src/{UNTRACKED} && "
+         "git --git-dir=/llvm/git --work-tree=/llvm/src status --porcelain"],
         volumes={builds.volume: {"bind": "/llvm", "mode": "ro"}},
     )  # fmt: skip
     assert code == 0 and out.strip() == "", out
@@ -269,7 +269,11 @@ def test_the_toolchain_is_the_stripped_distribution(engine: Any, builds: Builds)
     """What `install-distribution-stripped` installs, not `ninja install`'s every library."""
     listing = _sh(engine, builds.first, f"cd {builds.first.prefix} && find . ! -type d | sort")
     found = {line.removeprefix("./") for line in listing.splitlines()}
-    assert found == set(DISTRIBUTION_FILES) | set(DISTRIBUTION_SYMLINKS), sorted(found)
+    expected = set(DISTRIBUTION_FILES) | set(DISTRIBUTION_SYMLINKS) | {CONTENT_FILE}
+    assert found == expected, sorted(found)
+    digest = _sh(engine, builds.first, f"cat {builds.first.prefix}/{CONTENT_FILE}").strip()
+    compiler = toolchain.compiler_of(engine, builds.first.tag)
+    assert compiler.content_sha256 == digest and len(digest) == 64  # the compile cache's key
 
 
 def _cc1_lines(engine: Any, build: Build, args: str) -> list[str]:

@@ -134,7 +134,8 @@ def test_a_dirty_tree_brings_its_untracked_files(engine: Any, plans: Plans) -> N
     code, out = engine_api.run_capture(
         engine, plans.environment,
         ["bash", "-c", f"test -f {llvm_workspace.MOUNT}/src/{UNTRACKED} && "
-         f"git -C {llvm_workspace.MOUNT}/src status --porcelain | wc -l"],
+         f"git --git-dir={llvm_workspace.GIT_DIR} --work-tree={llvm_workspace.MOUNT}/src "
+         "status --porcelain | wc -l"],
         volumes={plans.volume: {"bind": llvm_workspace.MOUNT, "mode": "ro"}},
     )  # fmt: skip
     assert code == 0, out

@@ -21,6 +21,8 @@ from orchestrator.images.provenance import label
 
 #: Where the volume is mounted in the build container (the script's SRC, BUILD, CCACHE).
 MOUNT = "/llvm"
+#: The clone's git directory, outside the source tree (see toolchain-llvm.sh.j2).
+GIT_DIR = f"{MOUNT}/git"
 #: Labels on the volume: what it is, and that `gmxbench` prunes never remove it.
 WORKSPACE_LABEL, KEEP_LABEL = label("workspace"), label("keep")
 #: What the volume's build tree was configured with and cloned from.
@@ -48,7 +50,7 @@ def known_commits(client: Client, image: str, volume: str) -> set[str]:
     """The commits the volume's clone holds (empty for a new volume)."""
     code, out = engine.run_capture(
         client, image,
-        ["bash", "-c", f"git -C {MOUNT}/src for-each-ref --format='%(objectname)' "
+        ["bash", "-c", f"git --git-dir={GIT_DIR} for-each-ref --format='%(objectname)' "
          f"{KEPT_REFS} 2>/dev/null || true"],
         volumes={volume: {"bind": MOUNT, "mode": "ro"}}, stderr=False,
     )  # fmt: skip

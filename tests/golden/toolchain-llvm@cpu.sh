@@ -11,32 +11,43 @@ SRC=/llvm/src BUILD=/llvm/build CCACHE=/llvm/ccache
 exec 9>/llvm/.lock
 flock 9  # one build per workspace at a time
 
+# The clone's git directory is kept outside the source tree: LLVM's CMake makes its
+# revision headers depend on <source>/.git/logs/HEAD, so with it inside every checkout
+# would regenerate them, and `ninja -n` (which cannot know they come out the same) would
+# plan the recompile of everything that includes them.
+GIT_DIR=/llvm/git
+git_() { git --git-dir="$GIT_DIR" --work-tree="$SRC" "$@"; }
+
 fetch() {
-  if [ ! -d "$SRC/.git" ]; then
-    git init --quiet "$SRC"
+  if [ -d "$SRC/.git" ]; then
+    mv "$SRC/.git" "$GIT_DIR"  # a clone of an earlier layout: kept, moved out
+  fi
+  if [ ! -d "$GIT_DIR" ]; then
+    mkdir -p "$SRC"
+    git init --quiet --bare "$GIT_DIR"
   fi
   if [ -z "$FROM" ]; then
-    git -C "$SRC" cat-file -e "$COMMIT^{commit}"
+    git_ cat-file -e "$COMMIT^{commit}"
   elif [ -f "$FROM" ]; then
-    if ! git -C "$SRC" bundle verify --quiet "$FROM" 2>/tmp/verify.err; then
+    if ! git_ bundle verify --quiet "$FROM" 2>/tmp/verify.err; then
       cat /tmp/verify.err >&2
       exit 75
     fi
-    git -C "$SRC" fetch --quiet "$FROM" "+refs/heads/*:refs/gmxbench/*"
+    git_ fetch --quiet "$FROM" "+refs/heads/*:refs/gmxbench/*"
     rm -f "$FROM"
   else
-    git -C "$SRC" fetch --quiet --depth 1 "$FROM" "$COMMIT"
-    git -C "$SRC" update-ref "refs/gmxbench/$COMMIT" "$COMMIT"
+    git_ fetch --quiet --depth 1 "$FROM" "$COMMIT"
+    git_ update-ref "refs/gmxbench/$COMMIT" "$COMMIT"
   fi
   # Only the files that differ from the last build's commit are written.
   local last
-  last=$(git -C "$SRC" rev-parse --quiet --verify HEAD || true)
-  git -C "$SRC" -c advice.detachedHead=false checkout --quiet --force --detach "$COMMIT"
-  git -C "$SRC" clean -ffdxq
+  last=$(git_ rev-parse --quiet --verify HEAD || true)
+  git_ -c advice.detachedHead=false checkout --quiet --force --detach "$COMMIT"
+  git_ clean -ffdxq
   if [ -n "$last" ]; then
-    echo "checkout: $(git -C "$SRC" diff --name-only "$last" "$COMMIT" | wc -l) files differ from ${last:0:12}"
+    echo "checkout: $(git_ diff --name-only "$last" "$COMMIT" | wc -l) files differ from ${last:0:12}"
   else
-    echo "checkout: $(git -C "$SRC" ls-files | wc -l) files (a new clone)"
+    echo "checkout: $(git_ ls-files | wc -l) files (a new clone)"
   fi
 }
 
