@@ -55,6 +55,22 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     terminalreporter.write_line(ci_budget.render(basetemp, config.stash[_STARTED], reports))
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Remove the LLVM workspace volumes of this session's stand-in repositories (they
+    live in its temporary folder); a user's, and the cached real llvm-project's, stay."""
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    client = _engine() if factory is not None else None
+    if client is None:
+        return
+    basetemp = str(factory.getbasetemp())
+    for volume in client.volumes.list(filters={"label": "gmxbench.workspace=llvm"}):
+        if str((volume.attrs.get("Labels") or {}).get("gmxbench.repository", "")).startswith(
+            basetemp
+        ):
+            with contextlib.suppress(Exception):
+                volume.remove(force=True)
+
+
 @pytest.fixture(autouse=True)
 def _clean_orch_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests see only the ORCH_* variables they set themselves."""
