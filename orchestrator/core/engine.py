@@ -281,18 +281,28 @@ _EXPLAINS = re.compile(
 _WHY_LINES, _TAIL_LINES, _MOST_LINES = 15, 25, 30
 
 
-def _context_tar(dockerfile: str, files: ContextFiles) -> io.BytesIO:
+def _tar(files: ContextFiles) -> io.BytesIO:
+    """A tar of `files` (a build context, or what a container gets before it starts),
+    every entry dated 0 and mode 0644 so the same files make the same archive; a `Path`
+    is streamed from disk (a bundle of LLVM's history is hundreds of MB)."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, item in {"Dockerfile": dockerfile.encode(), **files}.items():
-            data = item.read_bytes() if isinstance(item, Path) else item
+        for name, item in files.items():
             info = tarfile.TarInfo(name)
-            info.size = len(data)
-            info.mtime = 0
-            info.mode = 0o644
-            tar.addfile(info, io.BytesIO(data))
+            info.mtime, info.mode = 0, 0o644
+            if isinstance(item, Path):
+                info.size = item.stat().st_size
+                with item.open("rb") as data:
+                    tar.addfile(info, data)
+            else:
+                info.size = len(item)
+                tar.addfile(info, io.BytesIO(item))
     buf.seek(0)
     return buf
+
+
+def _context_tar(dockerfile: str, files: ContextFiles) -> io.BytesIO:
+    return _tar({"Dockerfile": dockerfile.encode(), **files})
 
 
 def _failure_message(what: str, failure: _Failure, error: str, log: Path | None) -> str:
@@ -407,7 +417,7 @@ def build_in_container(
     container = _create(client, config)
     try:
         if files:
-            container.put_archive(put_at, _context_tar_of(files))
+            container.put_archive(put_at, _tar(files))
         with log.open("w", encoding="utf-8", buffering=1) as sink:
             emit(BuildStarted(f"building {what}", what=what, log=log))
 
@@ -434,19 +444,6 @@ def build_in_container(
     text = f"built {what}{made} in {time.monotonic() - started:.1f} s"
     emit(BuildEnded(text, what=what, log=log, seconds=time.monotonic() - started))
     return image_id
-
-
-def _context_tar_of(files: ContextFiles) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, item in files.items():
-            if isinstance(item, Path):
-                tar.add(item, arcname=name)
-            else:
-                info = tarfile.TarInfo(name)
-                info.size, info.mode = len(item), 0o644
-                tar.addfile(info, io.BytesIO(item))
-    return buf.getvalue()
 
 
 def _stream_lines(container: Any, line: Any) -> None:
