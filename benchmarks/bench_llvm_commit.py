@@ -79,8 +79,8 @@ def main() -> list[dict[str, str | float]]:
             platform="rocm", rocm_stack="debian", gpu_arch="gfx1201",
             results_dir=Path(tmp) / "results", llvm_source=str(repo.path),
         )  # fmt: skip
-        environment, ctx = ensure_environment(client, settings)
-        volume = workspace_volume(settings, ctx, str(repo.path))
+        environment = ensure_environment(client, settings)
+        volume = workspace_volume(settings, environment, str(repo.path))
         with contextlib.suppress(docker.errors.NotFound):
             client.volumes.get(volume).remove()
         before = 0
@@ -100,7 +100,7 @@ def main() -> list[dict[str, str | float]]:
                 seconds = time.monotonic() - started
                 texts = [e.text for e in said if isinstance(e, Message)]
                 bundle = next((t for t in texts if t.startswith("bundle: ")), "bundle: none")
-                size = _volume_bytes(client, environment, volume)
+                size = _volume_bytes(client, environment.tag, volume)
                 rows.append({
                     "case": what, "fetch+checkout+configure+plan s": round(seconds, 1),
                     "bundle": bundle.removeprefix("bundle: "),
@@ -109,7 +109,7 @@ def main() -> list[dict[str, str | float]]:
                 before = size
         finally:
             untracked.unlink(missing_ok=True)
-        commit_s, layer = _commit_seconds(client, environment)
+        commit_s, layer = _commit_seconds(client, environment.tag)
         rows.append({
             "case": f"image commit of a {DISTRIBUTION_BYTES / 1e6:.0f} MB distribution layer",
             "fetch+checkout+configure+plan s": round(commit_s, 1), "bundle": "",

@@ -64,6 +64,6 @@ def test_a_device_library_mismatch_fails_at_toolchain_build_time(
     finally:
         with contextlib.suppress(docker.errors.ImageNotFound):
             engine.images.remove(tag)
-        _environment, ctx = ensure_environment(engine, settings)
+        environment = ensure_environment(engine, settings)
         with contextlib.suppress(docker.errors.NotFound):
-            engine.volumes.get(workspace_volume(settings, ctx, str(repo.path))).remove()
+            engine.volumes.get(workspace_volume(settings, environment, str(repo.path))).remove()

@@ -150,15 +150,15 @@ def builds(engine: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bu
         print(f"\nbuilder base {builder_seconds:.1f} s")
         for what, build in (("first commit", one), ("second commit", two), ("dirty tree", dirty)):
             print(f"{what}: {build.tag} in {build.seconds:.1f} s; {build.ninja()}")
-        environment, ctx = ensure_environment(engine, settings)
-        volume = workspace_volume(settings, ctx, str(repo.path))
-        yield Builds(repo, volume, environment, builder_seconds, one, two, dirty)
+        environment = ensure_environment(engine, settings)
+        volume = workspace_volume(settings, environment, str(repo.path))
+        yield Builds(repo, volume, environment.tag, builder_seconds, one, two, dirty)
     finally:
         for tag in tags:
             engine.images.remove(tag, noprune=False)
-        environment, ctx = ensure_environment(engine, settings)
+        environment = ensure_environment(engine, settings)
         with contextlib.suppress(docker.errors.NotFound):
-            engine.volumes.get(workspace_volume(settings, ctx, str(repo.path))).remove()
+            engine.volumes.get(workspace_volume(settings, environment, str(repo.path))).remove()
 
 
 def _sh(engine: Any, build: Build, script: str) -> str:

@@ -74,8 +74,8 @@ def _plan(engine: Any, settings: Any, rev: str) -> Plan:
 def plans(engine: Any, rocm_settings: Any) -> Iterator[Plans]:
     repo = real_llvm()
     settings = rocm_settings.model_copy(update={"llvm_source": str(repo.path)})
-    environment, ctx = ensure_environment(engine, settings)
-    volume = workspace_volume(settings, ctx, str(repo.path))
+    environment = ensure_environment(engine, settings)
+    volume = workspace_volume(settings, environment, str(repo.path))
     with contextlib.suppress(docker.errors.NotFound):  # a new clone: the whole path, measured
         engine.volumes.get(volume).remove()
     release = _plan(engine, settings, repo.release)
@@ -96,7 +96,7 @@ def plans(engine: Any, rocm_settings: Any) -> Iterator[Plans]:
         cmakelists.write_text(original)
     for name, plan in (("release", release), ("edited", edited), ("dirty", dirty)):
         print(f"\n{name}: {plan.seconds:.1f} s; {plan.progress.summary()[:120]}")
-    yield Plans(repo, volume, environment, release, edited, dirty)
+    yield Plans(repo, volume, environment.tag, release, edited, dirty)
 
 
 def test_the_template_configures_the_real_tree_and_plans_the_distribution(plans: Plans) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -88,23 +89,32 @@ def configure_line(script: str) -> str:
     return script[start : script.index("\n}\n", start) + 2]
 
 
-def workspace_volume(settings: Settings, ctx: dict[str, Any], repository: str) -> str:
+def workspace_volume(settings: Settings, environment: Environment, repository: str) -> str:
     """One volume per repository and build configuration (builder, configure line).
 
     A template change outside `configure()` keeps the volume, so it never costs a cold
     build; a change of the line or the builder is a new tree, as it must be. Two
     repositories (a test's stand-in, another clone) never share, or empty, a build tree.
     """
-    line = configure_line(render_script(TEMPLATE, ctx))
-    parts = (ctx["builder_id"], ctx["targets"], line, repository)
+    ctx = environment.context
+    parts = (ctx["builder_id"], ctx["targets"], configure_line(environment.script), repository)
     key = hashlib.sha256("\0".join(parts).encode()).hexdigest()
     return f"gmxbench-llvm-{active(settings).name}-{key[:12]}"
 
 
+def _fetched(settings: Settings, commit: ResolvedCommit) -> bool:
+    """The build fetches the commit from the configured URL (not a local checkout's)."""
+    return is_url(commit.source) and source_kind(settings.llvm_source) == "git"
+
+
 def repository_of(settings: Settings, commit: ResolvedCommit) -> str:
     """What clang names as its repository: the URL fetched, or the checkout's path."""
-    url = is_url(commit.source) and source_kind(settings.llvm_source) == "git"
-    return display_source(settings.llvm_source if url else commit.source)
+    return display_source(settings.llvm_source if _fetched(settings, commit) else commit.source)
+
+
+def revision_of(commit: ResolvedCommit) -> str:
+    """What clang names as its revision: the commit, `<commit>-dirty` for a working tree."""
+    return commit.full + ("-dirty" if commit.dirty else "")
 
 
 def llvm_compiler(short: str, commit: str | None = None, dirty: bool = False) -> Compiler:
@@ -149,22 +159,30 @@ def llvm_tag(settings: Settings, commit: ResolvedCommit) -> str:
     return toolchain.tag_for(settings, f"llvm-{label}")
 
 
-def ensure_environment(
-    client: Client, settings: Settings, emit: Emit = ignore
-) -> tuple[str, dict[str, Any]]:
-    """The environment image (builder + ld.lld + the build script); tag and context."""
+@dataclass(frozen=True)
+class Environment:
+    """The image LLVM is built in, and what it was rendered from."""
+
+    tag: str
+    context: dict[str, Any]
+    script: str  # the build script it carries
+    key: str  # inputs key of its Dockerfile and script
+
+
+def ensure_environment(client: Client, settings: Settings, emit: Emit = ignore) -> Environment:
+    """The environment image (builder + ld.lld + the build script), built unless present."""
     base = builder.ensure_builder(client, settings, emit)
     ctx = context(settings, builder_image=base.tag, builder_id=base.id)
     dockerfile, script = render(TEMPLATE, ctx), render_script(TEMPLATE, ctx)
-    key = inputs_key(TEMPLATE, dockerfile, script)[:12]
-    tag = f"{toolchain.REPO}:{active(settings).name}-llvm-environment-{key}"
+    key = inputs_key(TEMPLATE, dockerfile, script)
+    tag = f"{toolchain.REPO}:{active(settings).name}-llvm-environment-{key[:12]}"
     if engine.image(client, tag) is None:
         image_id = engine.build(
             client, dockerfile, what=tag, files={"build-llvm.sh": script.encode()},
             log=build_log_path(settings.results_dir, tag), emit=emit,
         )  # fmt: skip
         engine.tag(client, image_id, tag)
-    return tag, ctx
+    return Environment(tag, ctx, script, key)
 
 
 def ensure_toolchain_llvm(
@@ -191,12 +209,10 @@ def ensure_toolchain_llvm(
             f"building LLVM {commit.label} (hours the first time, minutes after one-file edits)"
         )
     )
-    image_id, progress, ctx = _run(client, settings, commit, tag, plan=False, emit=emit)
+    image_id, progress, environment = _run(client, settings, commit, tag, plan=False, emit=emit)
     if progress.seen:
         emit(Message(progress.summary()))
-    revision = commit.full + ("-dirty" if commit.dirty else "")
-    key = inputs_key(TEMPLATE, render(TEMPLATE, ctx), render_script(TEMPLATE, ctx), revision,
-                     commit.diff_sha256 or "")  # fmt: skip
+    key = inputs_key(environment.key, revision_of(commit), commit.diff_sha256 or "")
     compiler = llvm_compiler(commit.label, commit.label, commit.dirty)
     code, digest = probe(client, image_id, ["cat", f"{prefix_for(commit.label)}/{CONTENT_FILE}"])
     if code != 0 or len(digest.strip()) != 64:
@@ -212,7 +228,7 @@ def plan_toolchain_llvm(
     """What building LLVM at `rev` would run, without building: the workspace's clone is
     brought to the commit and configured as a build would, then `ninja -n -d explain`."""
     commit = resolve_llvm(settings, rev)
-    _image, progress, _ctx = _run(
+    _image, progress, _environment = _run(
         client, settings, commit, llvm_tag(settings, commit) + "-plan", plan=True, emit=emit
     )
     return progress
@@ -221,11 +237,11 @@ def plan_toolchain_llvm(
 def _run(
     client: Client, settings: Settings, commit: ResolvedCommit, tag: str, *, plan: bool,
     emit: Emit,
-) -> tuple[str, NinjaProgress, dict[str, Any]]:  # fmt: skip
-    environment, ctx = ensure_environment(client, settings, emit)
+) -> tuple[str, NinjaProgress, Environment]:  # fmt: skip
+    environment = ensure_environment(client, settings, emit)
     repository = repository_of(settings, commit)
-    volume = workspace_volume(settings, ctx, repository)
-    if llvm_workspace.ensure_volume(client, volume, ctx["builder_id"], repository):
+    volume = workspace_volume(settings, environment, repository)
+    if llvm_workspace.ensure_volume(client, volume, environment.context["builder_id"], repository):
         emit(Message(f"new LLVM workspace volume {volume}: this first build compiles all of LLVM"))
     progress = NinjaProgress()
 
@@ -236,9 +252,9 @@ def _run(
 
     with tempfile.TemporaryDirectory(prefix="gmxbench-llvm-") as tmp:
         image_id = _build(
-            client, settings, commit, tag, environment, volume, Path(tmp), watch, plan=plan
+            client, settings, commit, tag, environment.tag, volume, Path(tmp), watch, plan=plan
         )
-    return image_id, progress, ctx
+    return image_id, progress, environment
 
 
 def _build(
@@ -246,9 +262,7 @@ def _build(
     environment: str, volume: str, tmp: Path, emit: Emit, *, plan: bool,
 ) -> str:  # fmt: skip
     """Send what the clone lacks, run the build script, commit the container."""
-    url = is_url(commit.source) and source_kind(settings.llvm_source) == "git"
-    repository = repository_of(settings, commit)
-    revision = commit.full + ("-dirty" if commit.dirty else "")
+    url = _fetched(settings, commit)
     scratch = None if url else llvm_workspace.Scratch(Path(commit.source), tmp)
     checkout = commit.full if scratch is None else llvm_workspace.checkout_commit(scratch, commit)
     have = set() if scratch is None else llvm_workspace.known_commits(client, environment, volume)
@@ -263,8 +277,8 @@ def _build(
             emit(Message(f"bundle: {bundle.stat().st_size / 1e6:.3f} MB ({what})"))
         config = {
             "image": environment,
-            "command": ["gmxbench-build-llvm", checkout, revision, prefix_for(commit.label),
-                        repository, source],
+            "command": ["gmxbench-build-llvm", checkout, revision_of(commit),
+                        prefix_for(commit.label), repository_of(settings, commit), source],
             "environment": {"GMXBENCH_LLVM_PLAN": "1"} if plan else {},
             "volumes": {volume: {"bind": llvm_workspace.MOUNT, "mode": "rw"}},
             "network_disabled": not url,
