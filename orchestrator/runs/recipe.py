@@ -228,6 +228,11 @@ class Recipe(_Model):
     mdrun_args: list[str] = []
     #: False when update/constraints cannot run on the GPU (`-update gpu` fails).
     gpu_update: bool = True
+    #: The constraint algorithms the topology uses (which constraint kernels can run).
+    constraints: list[Literal["settle", "lincs"]] = []
+    #: Kernel family -> the mdrun options that make this system run it on a GPU
+    #: (`{lincs = ["-update", "gpu"]}`); `bench --system auto` adds them (`runs.coverage`).
+    exercise: dict[str, list[str]] = {}
     sizes: Annotated[ChoiceSizes | AtomSizes, Field(discriminator="kind")] | None = None
     variants: list[str] = []
     default_variant: str | None = None
@@ -325,6 +330,8 @@ class Recipe(_Model):
             default_steps=self.default_steps,
             mdrun_args=list(self.mdrun_args),
             gpu_update=self.gpu_update,
+            constraints=list(self.constraints),
+            exercise={family: list(args) for family, args in self.exercise.items()},
             inputs=inputs,
             tpr=_fill(self.tpr.model_dump(), values | {"steps": "@steps@"}),
             input_key="/".join(key_parts),
@@ -347,6 +354,8 @@ class ResolvedSystem(_Model):
     mdrun_args: list[str]
     gpu_update: bool
     inputs: list[InputSpec]
+    constraints: list[Literal["settle", "lincs"]] = []
+    exercise: dict[str, list[str]] = {}
     #: Placeholders are filled except `@steps@` in a generate script (see `setup_script`).
     tpr: TprSpec
     #: Directory under `<cache_dir>/systems/` that holds the unpacked inputs.
