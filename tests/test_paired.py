@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import pytest
@@ -44,23 +45,60 @@ def test_paired_t_matches_scipy(case: dict[str, Any]) -> None:
 
 def test_a_clear_change_fires_from_few_pairs() -> None:
     base = [10.0, 10.3, 9.9, 10.2]
-    v = compare_pairs(base, [b * 0.95 for b in base], higher_is_better=False)
+    shifts = [0.951, 0.949, 0.9505, 0.9495]
+    v = compare_pairs(base, [b * f for b, f in zip(base, shifts, strict=True)],
+                      higher_is_better=False)  # fmt: skip
     assert v.significant and v.marker == "🚀" and v.improved is True
-    assert v.delta_pct == pytest.approx(-5.0)
-    assert v.delta_abs == pytest.approx(v.baseline_median * -0.05)
+    assert v.delta_pct == pytest.approx(-5.0, abs=0.01)
+    assert v.delta_abs == pytest.approx(v.baseline_median * v.delta_pct / 100)
     assert v.note.startswith("faster by 5.0% (p < 0.001")
 
 
-def test_no_change_says_what_it_could_have_detected() -> None:
+def independent_marker_change(
+    se_test: float, se_est: float, df: int, q: float, limit: float, power: float
+) -> float:
+    """The log change whose marker probability is `power`, by another route than
+    `results.detectable`: a midpoint sum over the chi-square variable x = df * U^2 with its
+    normalised density from lgamma, and plain bisection on the change."""
+    top, steps = df + 40 * math.sqrt(df) + 60, 20000
+    h = top / steps
+    xs = [(i + 0.5) * h for i in range(steps)]
+    log_norm = -(df / 2) * math.log(2) - math.lgamma(df / 2)
+    ws = [math.exp(log_norm + (df / 2 - 1) * math.log(x) - x / 2) * h for x in xs]
+    norm = NormalDist()
+
+    def p_marker(mu: float) -> float:
+        return sum(w * norm.cdf((mu - max(limit, q * se_test * math.sqrt(x / df))) / se_est)
+                   for x, w in zip(xs, ws, strict=True))  # fmt: skip
+
+    lo, hi = 0.0, 1.0
+    while hi - lo > 1e-10:
+        lo, hi = ((lo + hi) / 2, hi) if p_marker((lo + hi) / 2) < power else (lo, (lo + hi) / 2)
+    return (lo + hi) / 2
+
+
+def test_no_change_says_the_change_that_would_have_got_a_marker() -> None:
     base = [100.0, 102.0, 99.0, 101.0, 100.5, 98.5]
     cand = [101.0, 100.0, 100.0, 102.0, 99.0, 99.5]
     v = compare_pairs(base, cand, higher_is_better=True)
     assert not v.significant and v.marker == "•"
     d = paired.log_ratios(base, cand)
-    sd = math.sqrt(sum((x - sum(d) / 6) ** 2 for x in d) / 5)
-    expected = 100 * math.expm1((student.t_ppf(0.975, 5) + student.t_ppf(0.8, 5)) * sd / 6**0.5)
-    assert v.mdc_pct == pytest.approx(expected)
-    assert f"6 pairs could have detected ±{expected:.1f}% (80% power at α = 0.05)" in v.note
+    se = math.sqrt(sum((x - sum(d) / 6) ** 2 for x in d) / 5) / 6**0.5
+    shift = independent_marker_change(se, se, 5, student.t_ppf(0.975, 5), -math.log(0.98), 0.8)
+    expected = 100 * math.expm1(shift)
+    assert v.mdc_pct == pytest.approx(expected, rel=1e-3)
+    textbook = 100 * math.expm1((student.t_ppf(0.975, 5) + student.t_ppf(0.8, 5)) * se)
+    assert v.mdc_pct > textbook  # the threshold costs power the textbook figure ignores
+    assert (f"6 pairs could have detected ±{v.mdc_pct:.1f}% (a marker with 80% probability: "
+            "p < 0.05 and beyond ±2%)") in v.note  # fmt: skip
+
+
+def test_the_stated_change_is_never_below_the_threshold() -> None:
+    """At CV 1% and 10 pairs the textbook figure is ±1.37%, which the 2% rule cannot mark."""
+    base = [100.0 + i for i in range(10)]
+    cand = [b * (1 + 0.01 * (-1) ** i) for i, b in enumerate(base)]
+    v = compare_pairs(base, cand, higher_is_better=True)
+    assert v.mdc_pct is not None and v.mdc_pct > 2.0
 
 
 def test_single_pair_and_bad_input() -> None:
@@ -73,12 +111,23 @@ def test_single_pair_and_bad_input() -> None:
         compare_pairs([1.0, 0.0], [1.0, 2.0], higher_is_better=True)
 
 
-def test_noise_free_shift_is_exact() -> None:
+def test_two_pairs_show_the_change_but_give_no_marker() -> None:
+    v = compare_pairs([10.0, 10.2], [5.0, 5.3], higher_is_better=False)
+    assert v.p_value is not None and v.p_value < 0.05  # significant by the t test alone
+    assert not v.testable and not v.significant and v.marker == "•" and v.mdc_pct is None
+    assert "from 2 pairs: too few for a verdict (a marker needs 3 pairs or more)" in v.note
+    three = compare_pairs([10.0, 10.2, 9.9], [5.0, 5.3, 5.1], higher_is_better=False)
+    assert three.testable and three.marker == "🚀"
+
+
+def test_zero_spread_is_untestable_not_p_zero() -> None:
+    """The same ratio in every pair (here 1.1, whose logs differ by rounding only): no p."""
     v = compare_pairs([10.0, 20.0, 30.0], [11.0, 22.0, 33.0], higher_is_better=True)
-    assert v.p_value == 0.0 and v.significant and v.marker == "🚀"
+    assert v.p_value is None and not v.testable and not v.significant and v.marker == "•"
+    assert v.ci_low is None and v.mdc_pct is None and v.delta_pct == pytest.approx(10.0)
+    assert "no spread observed" in v.note and "untestable" in v.note
     same = compare_pairs([3.0, 3.0, 3.0], [3.0, 3.0, 3.0], higher_is_better=False)
-    assert same.p_value == 1.0 and not same.significant and same.mdc_pct is None
-    assert same.note == "identical in every pair: no spread to judge a change by"
+    assert same.p_value is None and same.marker == "•" and "untestable" in same.note
 
 
 def test_abba_order_cancels_a_linear_drift() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from pathlib import Path
@@ -9,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from orchestrator.results import stats
+from orchestrator.results import stats, student
+from tests.test_paired import independent_marker_change
 
 VECTORS: dict[str, Any] = json.loads(
     (Path(__file__).parent / "data" / "stats_vectors.json").read_text(encoding="utf-8")
@@ -116,7 +118,8 @@ def test_no_change_states_what_it_could_have_detected() -> None:
     base, cand = [100.0, 103.0, 98.0, 101.0, 99.5], [99.0, 102.0, 100.5, 98.5, 101.5]
     v = stats.compare_samples(base, cand, higher_is_better=False)
     assert v.mdc_pct is not None and 2.0 < v.mdc_pct < 10.0
-    assert f"could have detected ±{v.mdc_pct:.1f}% (80% power at α = 0.05)" in v.note
+    assert (f"could have detected ±{v.mdc_pct:.1f}% (a marker with 80% probability: p < 0.05 "
+            "and beyond ±2%)") in v.note  # fmt: skip
     noisier = stats.compare_samples(base, [c * (1 + (i - 2) / 50) for i, c in enumerate(cand)],
                                     higher_is_better=False)  # fmt: skip
     assert noisier.mdc_pct is not None and noisier.mdc_pct > v.mdc_pct
@@ -124,6 +127,40 @@ def test_no_change_states_what_it_could_have_detected() -> None:
     assert more.mdc_pct is not None and more.mdc_pct < v.mdc_pct
     untestable = stats.compare_samples(base[:3], cand[:3], higher_is_better=False)
     assert untestable.mdc_pct is None
+
+
+@pytest.mark.parametrize(
+    ("base", "cand", "alpha"),
+    [
+        ([100.0, 103.0, 98.0, 101.0, 99.5], [99.0, 102.0, 100.5, 98.5, 101.5], 0.05),
+        ([10.0, 10.1, 9.95, 10.05], [10.02, 9.98, 10.07, 10.0], 0.05),
+        ([50.0, 51.0, 49.5, 50.2, 50.8, 49.9, 50.4], [50.1, 50.3, 49.8, 50.9, 50.0, 50.6], 0.01),
+    ],
+)
+def test_unpaired_detectable_change_matches_an_independent_computation(
+    base: list[float], cand: list[float], alpha: float
+) -> None:
+    """The unpaired figure, recomputed from its definition by another numeric route (scipy
+    is not among the dev dependencies): the exact test's attainable size counted from all
+    C(n_a + n_b, n_a) rank splits, the pooled log sd, and the marker probability summed
+    over the chi-square density with bisection on the change (`independent_marker_change`)."""
+    n_a, n_b = len(base), len(cand)
+    total = math.comb(n_a + n_b, n_a)
+    us = sorted(sum(r for r in ranks) - n_a * (n_a + 1) // 2
+                for ranks in itertools.combinations(range(1, n_a + n_b + 1), n_a))  # fmt: skip
+    size = max(2 * k / total for k in range(1, total + 1)
+               if 2 * k / total < alpha and (k == total or us[k] != us[k - 1]))  # fmt: skip
+    la, lb = [math.log(x) for x in base], [math.log(x) for x in cand]
+    ss = sum((x - sum(la) / n_a) ** 2 for x in la) + sum((x - sum(lb) / n_b) ** 2 for x in lb)
+    df = n_a + n_b - 2
+    scale = math.sqrt(ss / df * (1 / n_a + 1 / n_b))
+    q = student.t_ppf(1 - size / 2, df)
+    se_test, se_est = scale * math.sqrt(math.pi / 3), scale * math.sqrt(math.pi / 2)
+    shift = independent_marker_change(se_test, se_est, df, q, -math.log(0.98), 0.8)
+    got = stats.min_detectable_pct(base, cand, alpha=alpha)
+    assert got == pytest.approx(100 * math.expm1(shift), rel=1e-3)
+    v = stats.compare_samples(base, cand, higher_is_better=False, alpha=alpha)
+    assert v.mdc_pct == got and v.mdc_pct > 2.0
 
 
 def test_bad_inputs_raise() -> None:

@@ -12,16 +12,30 @@ The test is Student's one-sample t on the per-pair log ratios log(candidate / ba
 (Student 1908; for timings on the log scale, Fleming & Wallace 1986, *CACM* 29:218). Why
 not a rank or permutation test on the pairs: the exact sign-flip (Fisher 1935) and
 Wilcoxon signed-rank tests cannot give p below 2 / 2^n, i.e. never below 0.05 with 5
-pairs or fewer, which is the regime a minutes-long GROMACS run lives in. The t test can
-fire from 2 pairs on; its assumption (roughly normal log ratios) is checked where it
-matters, by simulation through these functions (`benchmarks/bench_stats.py`: A/A false
-alarms with drift and with 10 % outlier runs, and power), not assumed.
+pairs or fewer, which is the regime a minutes-long GROMACS run lives in. The t test
+gives a marker from 3 pairs on (`MIN_PAIRS`); its assumption (roughly normal log ratios)
+is checked where it matters, by simulation through these functions
+(`benchmarks/bench_stats.py`: A/A false alarms with drift, with 10 % outlier runs and with
+a busy host, and power), not assumed.
 
-Every verdict carries the minimum detectable change: the change the test would have found
-with `power` (80 %) at `alpha`, given the observed spread and the number of pairs,
-(t_{1-alpha/2} + t_{power}) * s / sqrt(n) on the log scale (the usual normal-theory sample
-size relation with Student quantiles; Snedecor & Cochran 1989, §6.14). A "no change" is
-thus always "no change larger than X %".
+Every verdict carries the minimum detectable change: the smallest change that would have
+got a *marker* with probability `power` (80 %) at the observed spread, i.e. significant at
+`alpha` and beyond the threshold both (`results.detectable`; the textbook
+(t_{1-alpha/2} + t_{power}) * s / sqrt(n) of Snedecor & Cochran 1989, §6.14 ignores the
+threshold and promised ±1.37 % at CV 1 % with 10 pairs, which got a marker in 6.6 % of
+trials). A "no change" is thus always "no change larger than X %".
+
+A marker needs at least `MIN_PAIRS` (3) pairs. With 2 the spread rests on one degree of
+freedom, the single difference of two log ratios: one slow run of the four both sets the
+change and, where it happens to agree with its partner, hides in a spread of almost 0,
+and t_{0.975, 1} = 12.7 makes any figure it could state meaningless (±37 % at CV 2 %). A
+third pair is the cheapest way to see an odd run at all. Two pairs still show their Δ, p
+and interval, for information. And a spread of exactly zero (every pair the same ratio,
+e.g. md.log rounding a category to the same milliseconds) is not read as an infinitely
+precise shift with p = 0: zero observed variance says the measurement could not resolve
+the noise, not that there is none, so the verdict is "no spread observed: untestable"
+(spreads below `SPREAD_FLOOR` on the log scale, far under any timer's resolution but
+above floating-point rounding of equal ratios, count as zero).
 
 `--repeats auto` (`RepeatPlan`) adds two pairs at a time until the (1 - alpha) confidence
 interval of the ratio is within ± the marker threshold, or a maximum is reached. The rule
@@ -41,7 +55,16 @@ from dataclasses import dataclass
 from typing import Literal
 
 from orchestrator.core.errors import UsageError
-from orchestrator.results.stats import Verdict, format_p, iqr, marker_of, spread, variance
+from orchestrator.results.detectable import marker_change, threshold_limit
+from orchestrator.results.stats import (
+    Verdict,
+    format_p,
+    iqr,
+    marker_of,
+    mdc_terms,
+    spread,
+    variance,
+)
 from orchestrator.results.student import t_ppf, t_sf2
 
 #: `--repeats auto`: pairs before the first look, the most pairs, and pairs added per look.
@@ -50,6 +73,11 @@ from orchestrator.results.student import t_ppf, t_sf2
 AUTO_FIRST, AUTO_MOST, AUTO_STEP = 6, 10, 2
 #: Power at which the minimum detectable change is stated.
 POWER = 0.8
+#: Fewest pairs for a marker (see the module docstring).
+MIN_PAIRS = 3
+#: A log-ratio spread at or below this is no spread: 1e-9 is a nanosecond in a second, while
+#: the log ratios of equal ratios differ by rounding only (~1e-16).
+SPREAD_FLOOR = 1e-9
 
 
 def log_ratios(baseline: Sequence[float], candidate: Sequence[float]) -> list[float]:
@@ -68,42 +96,50 @@ def log_ratios(baseline: Sequence[float], candidate: Sequence[float]) -> list[fl
 
 @dataclass(frozen=True)
 class PairedTest:
-    """The t test on n per-pair log ratios: estimate, standard error, p and interval."""
+    """The t test on n per-pair log ratios: estimate, p and interval (None: no spread), MDC."""
 
     n: int
     mean: float  # mean log ratio: exp(mean) is the geometric mean of the pair ratios
     sd: float
-    p_value: float
-    ci_low: float  # (1 - alpha) interval of the ratio
-    ci_high: float
-    mdc_pct: float  # minimum detectable change at `power`, percent
+    p_value: float | None
+    ci_low: float | None  # (1 - alpha) interval of the ratio
+    ci_high: float | None
+    mdc_pct: float | None  # the change that gets a marker with probability `power`, percent
 
     @property
     def ratio(self) -> float:
         return math.exp(self.mean)
 
 
-def paired_t(d: Sequence[float], *, alpha: float = 0.05, power: float = POWER) -> PairedTest:
+def paired_t(
+    d: Sequence[float], *, alpha: float = 0.05, power: float = POWER, threshold_pct: float = 2.0
+) -> PairedTest:
     """One-sample t test of mean(d) = 0 for n >= 2 log ratios `d`, with its interval and MDC.
 
-    All ratios equal (sd = 0) is an exact, noise-free shift: p is 0 (or 1 with no shift).
+    No observed spread (sd <= `SPREAD_FLOOR`) gives no p, no interval and no MDC: nothing
+    to measure a change against. The MDC is None below `MIN_PAIRS`, where no marker is given.
     """
     n = len(d)
     if n < 2:
         raise ValueError("paired_t: need at least 2 pairs")
     mean, sd = statistics.fmean(d), math.sqrt(variance(d))
+    if sd <= SPREAD_FLOOR:
+        return PairedTest(n, mean, sd, None, None, None, None)
     se, df = sd / math.sqrt(n), n - 1
     q = t_ppf(1 - alpha / 2, df)
-    p = t_sf2(mean / se, df) if se > 0 else float(mean == 0)  # sd 0: a noise-free shift
-    mdc = (q + t_ppf(power, df)) * se
+    mdc = None
+    if n >= MIN_PAIRS:
+        limit = threshold_limit(threshold_pct)
+        shift = marker_change(se_test=se, se_est=se, df=df, q=q, limit=limit, power=power)
+        mdc = 100 * math.expm1(shift)
     return PairedTest(
         n=n,
         mean=mean,
         sd=sd,
-        p_value=p,
+        p_value=t_sf2(mean / se, df),
         ci_low=math.exp(mean - q * se),
         ci_high=math.exp(mean + q * se),
-        mdc_pct=100 * math.expm1(mdc),
+        mdc_pct=mdc,
     )
 
 
@@ -119,8 +155,9 @@ def compare_pairs(
     """Compare interleaved pairs of one metric: baseline[i] and candidate[i] ran together.
 
     The change is the geometric mean of the pair ratios; it is significant when the paired
-    t test gives p < alpha (equivalently, its (1 - alpha) interval of the ratio excludes 1);
-    the marker fires only for a significant change beyond `threshold_pct`.
+    t test gives p < alpha (equivalently, its (1 - alpha) interval of the ratio excludes 1)
+    from at least `MIN_PAIRS` pairs with some spread; the marker fires only for a
+    significant change beyond `threshold_pct`.
     """
     if threshold_pct < 0 or not 0 < alpha < 1 or not 0 < power < 1:
         raise ValueError("compare_pairs: need threshold_pct >= 0, 0 < alpha < 1, 0 < power < 1")
@@ -136,20 +173,32 @@ def compare_pairs(
     if n < 2:
         note = "single pair: noise unknown, Δ shown for information only"
     else:
-        test = paired_t(d, alpha=alpha, power=power)
-        ci_text = f"{100 * (1 - alpha):g}% CI of ratio {test.ci_low:.3f}–{test.ci_high:.3f}"
-        if test.p_value < alpha:
+        test = paired_t(d, alpha=alpha, power=power, threshold_pct=threshold_pct)
+        p = test.p_value
+        if p is None:
+            note = (
+                f"the same ratio in all {n} pairs (Δ {delta_pct:+.2f}%): no spread observed, "
+                "so noise cannot be told from a change: untestable"
+            )
+        elif n < MIN_PAIRS:
+            note = (
+                f"{word} by {abs(delta_pct):.1f}% ({format_p(p)}) from {n} pairs: too few for "
+                f"a verdict (a marker needs {MIN_PAIRS} pairs or more), for information only"
+            )
+        elif p < alpha:
             significant = True
-            note = f"{word} by {abs(delta_pct):.1f}% ({format_p(test.p_value)}, {ci_text})"
+            note = (
+                f"{word} by {abs(delta_pct):.1f}% ({format_p(p)}, {100 * (1 - alpha):g}% CI of "
+                f"ratio {test.ci_low:.3f}–{test.ci_high:.3f})"
+            )
             if abs(delta_pct) <= threshold_pct:
                 note += f", within the {threshold_pct:g}% threshold"
-        elif test.sd == 0:  # e.g. a category md.log rounds to the same milliseconds
-            note = "identical in every pair: no spread to judge a change by"
         else:
             note = (
-                f"no change detected ({format_p(test.p_value)}); {n} pairs could have "
-                f"detected ±{test.mdc_pct:.1f}% ({power:.0%} power at α = {alpha:g})"
+                f"no change detected ({format_p(p)}); {n} pairs could have detected "
+                f"±{test.mdc_pct:.1f}% ({mdc_terms(power, alpha, threshold_pct)})"
             )
+    testable = test is not None and test.p_value is not None and n >= MIN_PAIRS
     marker = marker_of(significant, better, delta_pct, threshold_pct)
     return Verdict(
         higher_is_better=higher_is_better,
@@ -166,14 +215,14 @@ def compare_pairs(
         candidate_spread=spread(candidate),
         baseline_iqr=iqr(baseline),
         candidate_iqr=iqr(candidate),
-        min_attainable_p=0.0 if n >= 2 else 1.0,
+        min_attainable_p=0.0 if testable else 1.0,
         p_value=test.p_value if test else None,
-        test_method="paired-t" if test else None,
+        test_method="paired-t" if test and test.p_value is not None else None,
         ci_low=test.ci_low if test else None,
         ci_high=test.ci_high if test else None,
-        mdc_pct=test.mdc_pct if test and test.sd > 0 else None,
+        mdc_pct=test.mdc_pct if test else None,
         power=power,
-        testable=test is not None,
+        testable=testable,
         significant=significant,
         improved=better if significant else None,
         marker=marker,

@@ -20,11 +20,14 @@ a shared machine is 5–13 % of ns/day. The tools here are chosen for that regim
   under a multiplicative shift whatever the distribution, needs no resampling and cannot
   be too narrow for small n, unlike a percentile bootstrap of the medians (Efron &
   Tibshirani 1993, ch. 13), which this replaced;
-* the minimum detectable change at 80 % power: the normal-theory relation
-  (t_{1-a/2} + t_{power}) * s * sqrt(1/n_a + 1/n_b) on the log scale, with a the size the
-  exact test can actually attain (4 vs 4: 2/70, not 0.05) and s inflated by sqrt(pi/3),
-  the asymptotic efficiency of the U test relative to the t test under normality
-  (Hodges & Lehmann 1956, *Ann. Math. Stat.* 27:324).
+* the minimum detectable change: the smallest change that gets a *marker* (significant and
+  beyond the threshold) with 80 % probability (`results.detectable`). The test's side is
+  normal theory with the size the exact test can actually attain (4 vs 4: 2/70, not 0.05)
+  and the standard error s * sqrt(1/n_a + 1/n_b) inflated by sqrt(pi/3), the asymptotic
+  efficiency of the U test relative to the t test under normality (Hodges & Lehmann 1956,
+  *Ann. Math. Stat.* 27:324); the threshold's side is the ratio of medians, whose log has
+  the standard error s * sqrt(pi/2 * (1/n_a + 1/n_b)) (the median's asymptotic variance
+  pi/2 * sigma^2 / n, an upper bound for small n: 1.35 sigma^2 / n at n = 3).
 
 `compare_samples` requires *both* p < alpha and a (1 - alpha) ratio interval that excludes
 1; without ties they agree by construction. It is the test for groups that were not run
@@ -44,6 +47,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from orchestrator.results.detectable import marker_change, threshold_limit
 from orchestrator.results.student import t_ppf
 
 #: Pooled run counts up to this use the exact distribution; above, the normal approximation.
@@ -272,9 +276,15 @@ def kth_difference(la: Sequence[float], lb: Sequence[float], k: int) -> float:
 
 
 def min_detectable_pct(
-    a: Sequence[float], b: Sequence[float], *, alpha: float, power: float = POWER
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    alpha: float,
+    power: float = POWER,
+    threshold_pct: float = 2.0,
 ) -> float | None:
-    """The change (%) the exact U test finds with `power`, given the spread; None: no change."""
+    """The change (%) that gets a marker with `power`, given the spread (see the module
+    docstring); None: the sizes cannot reach `alpha`, or no spread was observed."""
     xa, xb = _check(a, "a"), _check(b, "b")
     n_a, n_b = len(xa), len(xb)
     size = attainable_alpha(n_a, n_b, alpha) if n_a >= 2 and n_b >= 2 else None
@@ -283,8 +293,19 @@ def min_detectable_pct(
     la, lb = [math.log(v) for v in xa], [math.log(v) for v in xb]
     df = n_a + n_b - 2
     pooled = ((n_a - 1) * variance(la) + (n_b - 1) * variance(lb)) / df
-    se = math.sqrt(pooled * (1 / n_a + 1 / n_b) * math.pi / 3)
-    return 100 * math.expm1((t_ppf(1 - size / 2, df) + t_ppf(power, df)) * se)
+    if pooled <= 0:
+        return None
+    scale = math.sqrt(pooled * (1 / n_a + 1 / n_b))
+    shift = marker_change(
+        se_test=scale * math.sqrt(math.pi / 3), se_est=scale * math.sqrt(math.pi / 2), df=df,
+        q=t_ppf(1 - size / 2, df), limit=threshold_limit(threshold_pct), power=power,
+    )  # fmt: skip
+    return 100 * math.expm1(shift)
+
+
+def mdc_terms(power: float, alpha: float, threshold_pct: float) -> str:
+    """What "could have detected ±X%" promises, in words."""
+    return f"a marker with {power:.0%} probability: p < {alpha:g} and beyond ±{threshold_pct:g}%"
 
 
 class Verdict(BaseModel):
@@ -388,18 +409,20 @@ def compare_samples(
         _, p = mann_whitney_exact(base, cand)
         method = "exact" if n_b + n_c <= EXACT_MAX_N else "asymptotic"
         ci = ratio_ci(base, cand, confidence=1 - alpha)
-        mdc = min_detectable_pct(base, cand, alpha=alpha, power=power)
-        if not testable or ci is None or mdc is None:
+        mdc = min_detectable_pct(base, cand, alpha=alpha, power=power, threshold_pct=threshold_pct)
+        if not testable or ci is None:
             note = (
                 f"{n_b} vs {n_c} runs cannot reach p < {alpha:g} with an exact Mann–Whitney"
                 f" test (minimum p = {min_p:#.2g}); run --repeats {_repeats_needed(alpha)}"
                 " or more"
             )
         elif p >= alpha or ci[0] <= 1 <= ci[1]:
-            note = (
-                f"change within noise ({format_p(p)}); {n_b} vs {n_c} runs could have "
-                f"detected ±{mdc:.1f}% ({power:.0%} power at α = {alpha:g})"
+            could = (
+                f"could have detected ±{mdc:.1f}% ({mdc_terms(power, alpha, threshold_pct)})"
+                if mdc is not None
+                else "no spread within either group to say what they could have detected"
             )
+            note = f"change within noise ({format_p(p)}); {n_b} vs {n_c} runs {could}"
         else:
             significant = True
             note = (
