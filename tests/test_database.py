@@ -73,7 +73,7 @@ def test_migrations_build_exactly_the_tables_the_code_uses(db_url: str) -> None:
     db.migrate()
     with db.engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn), database.metadata)
-    assert diff == [] and db.revision() == "0002"
+    assert diff == [] and db.revision() == "0003"
 
 
 def test_import_is_idempotent_and_records_failures_as_failures(db_url: str, tmp_path: Path) -> None:
@@ -101,7 +101,7 @@ def test_an_old_schema_is_upgraded_and_a_newer_one_refused(db_url: str, tmp_path
     db.migrate("0001")
     assert db.revision() == "0001" and "bisects" not in inspect(db.engine).get_table_names()
     Database(db_url).record([(tmp_path, _result("b__s__t"), None, "finished")])
-    assert db.revision() == "0002" and "bisects" in inspect(db.engine).get_table_names()
+    assert db.revision() == "0003" and "bisects" in inspect(db.engine).get_table_names()
     with db.engine.begin() as conn:
         conn.execute(text("UPDATE alembic_version SET version_num = '0099'"))
     with pytest.raises(UserError, match="schema revision 0099, which this gmxbench does not know"):
@@ -109,6 +109,36 @@ def test_an_old_schema_is_upgraded_and_a_newer_one_refused(db_url: str, tmp_path
     assert (
         Database(db_url).engine.connect().execute(text("SELECT count(*) FROM runs")).scalar() == 1
     )
+
+
+def test_a_bench_that_measured_nothing_is_recorded_like_a_verdict(
+    db_url: str, tmp_path: Path
+) -> None:
+    """Issue 28: no kernel changed, so no run; the outcome is a row all the same, beside
+    a measured one, and a database that fails is a caution, not a lost verdict."""
+    settings = load_settings(results_dir=tmp_path, database_url=db_url)
+    said: list[str] = []
+    nothing = database.BenchRecord(
+        baseline="stable-rocm", candidate="dev-llvm-1234abcd-x", llvm_commit="1234abcd",
+        system="water:6k:pme", verdict="nothing measured",
+        headline="no kernel changed: nothing to measure", changed_kernels=0,
+        elapsed_seconds=271.5,
+    )  # fmt: skip
+    measured = nothing.model_copy(update={
+        "bench_id": "b2", "verdict": "slower", "headline": "LLVM x on water: 9.0 ns/day",
+        "changed_kernels": 4, "runs": 4, "candidate_group": "dev__water__t",
+    })  # fmt: skip
+    for record in (nothing, measured):
+        database.record_bench(settings, record, lambda e: said.append(e.text))
+    rows = {r.bench_id: r for r in Database(db_url).query(database.benches.select())}
+    assert said == [] and len(rows) == 2
+    row = rows[nothing.bench_id]
+    assert row.verdict == "nothing measured" and row.runs == 0 and row.changed_kernels == 0
+    assert row.candidate_group is None and row.elapsed_seconds == 271.5
+    assert rows["b2"].verdict == "slower" and rows["b2"].candidate_group == "dev__water__t"
+    broken = load_settings(results_dir=tmp_path, database_url="postgresql://x:pw@127.0.0.1:1/gmx")
+    database.record_bench(broken, nothing, lambda e: said.append(e.text))
+    assert len(said) == 1 and f"bench {nothing.bench_id} is not in the results database" in said[0]
 
 
 def _writer(url: str, prefix: str, n: int) -> None:

@@ -104,6 +104,22 @@ def test_json_payloads(hook: Hook) -> None:
     assert payloads[3] == {"event": "message", "text": "hello", "data": {"k": 1}}
 
 
+def test_a_bench_outcome_is_a_verdict_event_nothing_measured_included(hook: Hook) -> None:
+    """Issue 28: a bench that measured nothing (no kernel changed) reaches the webhook like
+    one with a verdict: event `verdict`, its headline and its verdict word."""
+    line = "dev-x vs stable: no kernel changed: nothing to measure"
+    assert Notifier(hook.url, "json").verdict(line, {"verdict": "nothing measured"})
+    assert Notifier(hook.url, "json").verdict("LLVM x: 9 ns/day", {"verdict": "slower"}, "long")
+    assert Notifier(hook.url, "discord").verdict(line, {"verdict": "nothing measured"})
+    nothing, slower, discord = (payload for _, payload in hook.received)
+    assert nothing == {
+        "event": "verdict", "text": line,
+        "data": {"headline": line, "verdict": "nothing measured"},
+    }  # fmt: skip
+    assert slower["text"] == "long" and slower["data"]["headline"] == "LLVM x: 9 ns/day"
+    assert discord["content"] == line
+
+
 def test_from_settings(hook: Hook) -> None:
     settings = load_settings(webhook_url=hook.url, webhook_format="json")
     notifier = Notifier.from_settings(settings)

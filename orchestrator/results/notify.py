@@ -5,7 +5,9 @@ Two payload formats (setting `webhook_format`):
 * `discord` (default; also what Slack-/Mattermost-compatible "Discord" endpoints take):
   `{"content": "<text, at most 2000 characters>", "allowed_mentions": {"parse": []}}`
   (log text can contain `@everyone`; no mention is ever resolved).
-* `json`: `{"event": "start"|"done"|"failed"|"message", "text": "...", "data": {...}}`.
+* `json`: `{"event": "start"|"done"|"failed"|"verdict"|"message", "text": "...", "data":
+  {...}}`; a bench's `verdict` data has its `headline` and `verdict` (`faster`, `slower`,
+  `no change`, or `nothing measured` when no kernel changed).
 
 A notification never breaks a run: a webhook that refuses, answers 4xx/5xx or times out
 (5 s) gives one warning line in the log and `post` returns False. The webhook URL is a
@@ -136,6 +138,13 @@ class Notifier:
             text = head
         data = {"run_id": run_id, "log_tail": _tail(tail, JSON_TAIL_LIMIT), **details}
         return self.post(text, data, event="failed")
+
+    def verdict(
+        self, headline: str, details: Mapping[str, Any] | None = None, text: str | None = None
+    ) -> bool:
+        """A bench's outcome: its verdict, or `nothing measured` when no kernel changed."""
+        data = {"headline": headline, **dict(details or {})}
+        return self.post(text or headline, data, event="verdict")
 
     # Transport.
 

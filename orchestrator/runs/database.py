@@ -13,13 +13,15 @@ SQLite takes its write lock at the start of each transaction and waits for the o
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import BaseModel, Field
 from sqlalchemy import (
     Boolean,
     Column,
@@ -144,6 +146,22 @@ bisect_steps = Table(
     Column("pairs", Integer, nullable=False),
     Column("note", Text, nullable=False),
     Column("at", String(40), nullable=False),
+)  # fmt: skip
+benches = Table(
+    "benches", metadata,
+    Column("bench_id", String(64), primary_key=True),
+    Column("started", String(40), nullable=False, index=True),
+    Column("baseline", String(255), nullable=False),
+    Column("candidate", String(255), nullable=False),
+    Column("llvm_commit", String(64), index=True),
+    Column("system", String(255), nullable=False),
+    Column("verdict", String(16), nullable=False),
+    Column("headline", Text, nullable=False),
+    Column("changed_kernels", Integer),
+    Column("runs", Integer, nullable=False),
+    Column("elapsed_seconds", Float, nullable=False),
+    Column("baseline_group", String(255)),
+    Column("candidate_group", String(255)),
 )  # fmt: skip
 
 #: `RunResult` fields kept only in `record`: a new field must be added here or as a
@@ -416,3 +434,32 @@ def record_quietly(
         Database.of(settings).record([(run_dir, result, breakdown, state)])
     except UserError as exc:
         emit(Caution(f"{result.run_id} is not in the results database: {exc.message}"))
+
+
+class BenchRecord(BaseModel):
+    """One bench's outcome: a verdict on its runs, or `nothing measured` (no kernel
+    changed); `bench_id` and `started` are filled when it is recorded."""
+
+    bench_id: str = Field(default_factory=lambda: uuid.uuid4().hex[:16])
+    started: str = Field(default_factory=lambda: datetime.now(UTC).isoformat())
+    baseline: str
+    candidate: str
+    llvm_commit: str | None = None
+    system: str
+    verdict: Literal["faster", "slower", "no change", "nothing measured"]
+    headline: str
+    changed_kernels: int | None = None
+    runs: int = 0
+    elapsed_seconds: float
+    baseline_group: str | None = None
+    candidate_group: str | None = None
+
+
+def record_bench(settings: Settings, record: BenchRecord, emit: Emit = ignore) -> None:
+    """Write one bench outcome; a database that fails is a caution, never a lost verdict
+    (the verdict was printed and its runs are in their directories)."""
+    try:
+        with Database.of(settings).begin() as conn:
+            conn.execute(benches.insert().values(**record.model_dump()))
+    except UserError as exc:
+        emit(Caution(f"bench {record.bench_id} is not in the results database: {exc.message}"))
