@@ -17,6 +17,9 @@ from plotly.offline import get_plotlyjs
 
 from orchestrator.results.compare import Comparison
 from orchestrator.results.history import Bisect, Point, Series
+from orchestrator.results.html_codegen import CSS as CODEGEN_CSS
+from orchestrator.results.html_codegen import SCRIPT as CODEGEN_SCRIPT
+from orchestrator.results.html_codegen import BenchCodegen, section
 from orchestrator.results.report import (
     BISECT_HEADERS,
     HEADERS,
@@ -64,11 +67,12 @@ def render_html(
     *,
     verdict: Comparison | None = None,
     bisects: Sequence[Bisect] = (),
+    codegen: Sequence[BenchCodegen] = (),
     title: str = "gmxbench report",
     generated: str,
 ) -> str:
     """The whole page; `generated` is passed in (not read from the clock) to keep the
-    output a function of the inputs."""
+    output a function of the inputs. `codegen`: the benches whose codegen view is drawn."""
     changes = sum(len(s.change_points) for s in series)
     body = [
         f"<h1>{escape(title)}</h1>",
@@ -82,6 +86,9 @@ def render_html(
         body.append(f'<p class="empty" id="no-series">{EMPTY}</p>')
     if verdict is not None:
         body.append(_verdict(verdict))
+    changed = section(codegen)
+    if changed:
+        body.append(changed)
     if bisects:
         body.append("<h2>Bisects</h2>")
         body += [_bisect(b, n) for n, b in enumerate(bisects)]
@@ -92,8 +99,9 @@ def render_html(
         '<meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{escape(title)}</title>",
-        f"<style>{CSS}</style>",
+        f"<style>{CSS}{CODEGEN_CSS if changed else ''}</style>",
         PLOTLY_CONFIG,
+        *([CODEGEN_SCRIPT] if changed else []),
         f'<script charset="utf-8">{get_plotlyjs()}</script>',
         "</head>",
         "<body>",

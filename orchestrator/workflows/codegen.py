@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,9 +21,9 @@ from orchestrator.core.settings import Settings
 from orchestrator.images import fingerprint
 from orchestrator.images.gromacs import gromacs_ref, record_of
 from orchestrator.images.provenance import ImageRecord
-from orchestrator.parsers.codegen import Codegen, load_codegen
+from orchestrator.parsers.codegen import Codegen, KernelCode, load_codegen
 from orchestrator.results.codegen_diff import CodegenDiff, asm_diff, diff
-from orchestrator.runs.store import CODEGEN_FILE, RunStore
+from orchestrator.runs.store import CODEGEN_FILE, AsmDiffs, KernelAsm, RunStore, save_asm_diffs
 
 
 @dataclass
@@ -136,3 +137,63 @@ def runs_codegen(baseline: Path, candidate: Path) -> CodegenDiff | None:
         return None
     one, two = (load_codegen(copy) for copy in copies)
     return None if one.build == two.build or one.platform != two.platform else diff(one, two)
+
+
+#: What `bench` keeps for the report: the most important changed kernels' code diffs,
+#: each cut at this many characters, within this many seconds of probing.
+ASM_KEPT, ASM_MAX_CHARS, ASM_SECONDS = 40, 60_000, 120.0
+
+
+def collect_asm_diffs(
+    result: CodegenDiff, a: Codegen, b: Codegen, code: Callable[[int, KernelCode], str],
+    groups: tuple[str, str], *, limit: int = ASM_KEPT, max_chars: int = ASM_MAX_CHARS,
+    seconds: float = ASM_SECONDS, emit: Emit = ignore,
+) -> AsmDiffs:  # fmt: skip
+    """The code diffs of the first `limit` changed kernels (most important first), each
+    cut at `max_chars`; `code(side, kernel)` prints one kernel's code (side 0: baseline).
+    A kernel whose code cannot be had is named in `left_out`, not fatal."""
+    kept: list[KernelAsm] = []
+    left_out: list[str] = []
+    started = time.monotonic()
+    for delta in result.changed:
+        one, two = a.kernels.get(delta.key), b.kernels.get(delta.key)
+        if len(kept) >= limit or time.monotonic() - started > seconds or not (one and two):
+            left_out.append(delta.key)
+            continue
+        try:
+            text = asm_diff(code(0, one), code(1, two), f"{result.a} {one.name}",
+                            f"{result.b} {two.name}")  # fmt: skip
+        except UserError as exc:
+            emit(Caution(f"code of {delta.key} not kept: {exc.message}"))
+            left_out.append(delta.key)
+            continue
+        cut = len(text) > max_chars
+        kept.append(KernelAsm(key=delta.key, name=one.name, diff=text[:max_chars], cut=cut))
+    return AsmDiffs(baseline=groups[0], candidate=groups[1], kernels=kept, left_out=left_out,
+                    max_chars=max_chars)  # fmt: skip
+
+
+def keep_asm_diffs(
+    client: Client, settings: Settings, a: ImageRecord, b: ImageRecord,
+    result: CodegenDiff | None, groups: tuple[str, str], emit: Emit = ignore,
+) -> AsmDiffs | None:  # fmt: skip
+    """Save a bench's changed kernels' code diffs beside its runs, for `report --html`
+    (the images may be gone by then); None when no kernel's code changed."""
+    if result is None or not result.changed:
+        return None
+    started = time.monotonic()
+    try:
+        sides = [image_codegen(client, settings, image.tag, emit)[1] for image in (a, b)]
+    except UserError as exc:
+        emit(Caution(f"the changed kernels' code is not kept for the report: {exc.message}"))
+        return None
+    images = (a, b)
+
+    def code(side: int, kernel: KernelCode) -> str:
+        return fingerprint.function_asm(client, images[side], kernel.name, kernel.unit)
+
+    record = collect_asm_diffs(result, sides[0], sides[1], code, groups, emit=emit)
+    save_asm_diffs(settings.results_dir, record)
+    emit(Message(f"kept the code diffs of {len(record.kernels)} changed kernels for the "
+                 f"report in {time.monotonic() - started:.1f} s"))  # fmt: skip
+    return record
