@@ -7,9 +7,10 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from orchestrator.core.events import Caution, Event
 from orchestrator.parsers.mdlog import cycle_breakdown, parse_mdlog
 from orchestrator.parsers.rocprof import parse_rocprof
-from orchestrator.results.codegen_diff import diff
+from orchestrator.results.codegen_diff import CodegenDiff, diff
 from orchestrator.runs import coverage as cov
 from orchestrator.runs.recipe import load_recipe
 from orchestrator.runs.store import RunStore
@@ -132,3 +133,41 @@ def test_a_cpu_runs_cycle_accounting_says_constraints_ran(tmp_path: Path) -> Non
     assert run == "b__water_lincs-3k__t"
     assert families == {"nbnxm", "pme_spread", "pme_solve", "pme_gather", "fft", "update", "lincs"}
     assert cov.from_runs(cov.finished_runs(store), load_recipe("water"), gpu=False) == (set(), "")
+
+
+def _lincs_only() -> CodegenDiff:
+    """Real fingerprints where only the LINCS kernels differ: `a`, and `a` with the
+    `-fno-unroll-loops` build's LINCS kernels."""
+    a, nounroll = _codegen(GROMACS / "a", "stable"), _codegen(GROMACS / "nounroll")
+    kernels = {
+        key: nounroll.kernels[key] if "lincsKernel" in DEMANGLED.get(k.name, "") else k
+        for key, k in a.kernels.items()
+    }
+    return diff(a, a.model_copy(update={"kernels": kernels, "build": "dev"}))
+
+
+def test_bench_places_a_lincs_change_where_lincs_runs(tmp_path: Path) -> None:
+    """`bench`'s decision, before any run: a named water box gets a caution naming the
+    systems that run the changed kernels; `--system auto` picks water_lincs and adds its
+    `-update gpu`, except with --cpu-only; identical code is nothing to measure."""
+    from orchestrator.core.settings import load_settings
+    from orchestrator.workflows.bench import BenchRequest, nothing_changed, placed
+
+    settings = load_settings(results_dir=tmp_path)
+    codegen = _lincs_only()
+    assert [len(v) for v in cov.changed_families(codegen).values()] == [4]
+    said: list[Event] = []
+    water = placed(settings, BenchRequest(system="water:3k"), codegen, said.append)
+    assert water.system == "water:3k:pme" and water.mdrun_args == []
+    (caution,) = [e for e in said if isinstance(e, Caution)]
+    assert "the changed kernels (lincs: lincsKernel<false, false>, " in caution.text
+    assert "do not run in water:3k:pme (by its options)" in caution.text
+    assert "systems that run them: water_lincs:3k;" in caution.text
+    said.clear()
+    auto = placed(settings, BenchRequest(system="auto"), codegen, said.append)
+    assert auto.system == "water_lincs:3k" and auto.mdrun_args == ["-update", "gpu"]
+    assert said[0].text.startswith("--system auto: water_lincs:3k runs lincs")
+    host = placed(settings, BenchRequest(system="auto", cpu_only=True), codegen, said.append)
+    assert host.system == "water_lincs:3k" and host.mdrun_args == []
+    assert nothing_changed(diff(_codegen(GROMACS / "a"), _codegen(GROMACS / "b")))
+    assert not nothing_changed(codegen)

@@ -36,7 +36,14 @@ def register(sub: Commands) -> None:
         "--cpu-only", action="store_true",
         help="run GPU builds on the host CPU only (no GPU here): the verdict is host code's",
     )  # fmt: skip
-    p.add_argument("--system", default=None, help="recipe system (default: water)")
+    p.add_argument(
+        "--system", default=None,
+        help="recipe system (default: water); auto: the cheapest that runs the changed kernels",
+    )  # fmt: skip
+    p.add_argument(
+        "--measure-anyway", action="store_true",
+        help="run both sides even when the codegen diff finds no kernel changed",
+    )  # fmt: skip
     p.add_argument("--tag", default=None)
     p.add_argument("--steps", type=int, default=None)
     p.add_argument("--repeats", default="auto", help="interleaved pairs: N, auto, auto:MAX")
@@ -51,7 +58,9 @@ def register(sub: Commands) -> None:
     p.add_argument("--bad", required=True, help="a later LLVM commit that is slower")
     p.add_argument("--system", default=None, help="recipe system (a kernel recipe builds fastest)")
     p.add_argument("--category", dest="metric", help="ns/day, a category or a recipe metric")
-    p.add_argument("--repeats", default="5", help="interleaved pairs per step (twice if undecided)")
+    p.add_argument(
+        "--repeats", default="6", help="interleaved pairs per step, even (twice if undecided)"
+    )
     p.add_argument("--steps", type=int, default=None)
     p.add_argument("--cpu-only", action="store_true", help="GPU builds on the host CPU only")
     executor_option(p)
@@ -90,8 +99,15 @@ def run_bench(args: argparse.Namespace, settings: Settings, console: Console) ->
     request = BenchRequest(**{k: v for k, v in vars(args).items() if k in BENCH_FIELDS})
     outcome = bench(engine.connect(), with_executor(settings, args), request, console)
     cmp = outcome.comparison
-    print(render(cmp, args.format))
-    console.notifier.post(webhook_text(cmp), {"headline": cmp.headline})
+    if cmp is None:
+        codegen = outcome.codegen
+        said = f"{codegen.b} vs {codegen.a}: " if codegen is not None else ""
+        print(f"{said}{outcome.nothing_measured}")
+        data = {"verdict": outcome.verdict, "system": outcome.system}
+        console.notifier.verdict(f"{said}{outcome.nothing_measured}", data)
+    else:
+        print(render(cmp, args.format))
+        console.notifier.verdict(cmp.headline, {"verdict": outcome.verdict}, webhook_text(cmp))
     console(Step(f"done: {outcome.timing()}"))
     return 0
 

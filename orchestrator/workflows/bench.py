@@ -11,29 +11,41 @@ returns a `BenchOutcome`.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from orchestrator.core import engine
 from orchestrator.core.engine import Client
 from orchestrator.core.errors import UsageError, UserError
-from orchestrator.core.events import Emit, Step, ignore
+from orchestrator.core.events import Caution, Emit, Message, Step, ignore
 from orchestrator.core.settings import Settings
 from orchestrator.images import kernels
 from orchestrator.images.gromacs import DEV_CURRENT, build_gromacs, gromacs_ref, record_of
 from orchestrator.images.provenance import ImageRecord, label
 from orchestrator.platforms import get
 from orchestrator.platforms.base import ProfileMode
+from orchestrator.results.codegen_diff import CodegenDiff, short_name, summary_lines
 from orchestrator.results.compare import Comparison
 from orchestrator.results.judge import compare_groups
 from orchestrator.results.paired import baseline_first, ci_halfwidth_pct, repeat_plan
 from orchestrator.runs import runner, store
+from orchestrator.runs.coverage import (
+    candidates,
+    changed_families,
+    choose,
+    coverage,
+    finished_runs,
+)
+from orchestrator.runs.database import BenchRecord, record_bench
 from orchestrator.runs.executors import Job, executor_for
 from orchestrator.runs.kernel_recipe import ResolvedKernel
-from orchestrator.runs.recipe import load_system
+from orchestrator.runs.recipe import DEFAULT_SYSTEM, load_recipe, load_system
 from orchestrator.runs.store import RunResult, RunStore
 from orchestrator.workflows.build import toolchain_for
-from orchestrator.workflows.codegen import builds_codegen
+from orchestrator.workflows.codegen import builds_codegen, keep_asm_diffs
+
+#: `--system auto`: the cheapest system that runs every changed kernel (`runs.coverage`).
+AUTO = "auto"
 
 
 @dataclass
@@ -62,6 +74,8 @@ class BenchRequest:
     mdrun_args: list[str] = field(default_factory=list)
     threshold_pct: float = 2.0
     alpha: float = 0.05
+    #: Measure even when no kernel changed (the codegen diff finds nothing to measure).
+    measure_anyway: bool = False
 
 
 @dataclass
@@ -84,44 +98,180 @@ class Groups:
 
 @dataclass
 class BenchOutcome:
-    """The verdict and where the time went (the tool's own overhead is the rest)."""
+    """The verdict, or why nothing was measured, and where the time went (the tool's own
+    overhead is the rest)."""
 
-    comparison: Comparison
+    #: None when nothing was measured (`nothing_measured` says why).
+    comparison: Comparison | None
     runs: int
     container_seconds: float
     elapsed: float
+    codegen: CodegenDiff | None = None
+    #: Seconds from the start to the codegen summary (None: no summary, e.g. A/A).
+    codegen_seconds: float | None = None
+    nothing_measured: str | None = None
+    #: The system measured (or that would have been).
+    system: str | None = None
 
     @property
     def outside_seconds(self) -> float:
         return self.elapsed - self.container_seconds
 
+    @property
+    def verdict(self) -> str:
+        """`faster`, `slower`, `no change` or `nothing measured` (the database's word)."""
+        if self.comparison is None:
+            return "nothing measured"
+        marker = self.comparison.ns_per_day.marker
+        return {"🚀": "faster", "🐢": "slower"}.get(marker, "no change")
+
     def timing(self) -> str:
+        codegen = ""
+        if self.codegen_seconds is not None:
+            codegen = f", the codegen summary after {self.codegen_seconds:.1f} s"
         return (
-            f"{self.elapsed:.1f} s in all: {self.container_seconds:.1f} s in {self.runs} "
-            f"container runs, {self.outside_seconds:.1f} s outside them"
+            f"{self.elapsed:.1f} s in all{codegen}: {self.container_seconds:.1f} s in "
+            f"{self.runs} container runs, {self.outside_seconds:.1f} s outside them"
         )
+
+
+#: What `bench` says when the two builds' kernels are byte-identical.
+NOTHING_CHANGED = "no kernel changed: nothing to measure"
 
 
 def bench(
     client: Client, settings: Settings, req: BenchRequest, emit: Emit = ignore
 ) -> BenchOutcome:
+    """Build, diff the code, then measure where the change runs (or nothing: no kernel
+    changed); the outcome is recorded in the results database either way."""
     repeat_plan(req.repeats)  # a bad --repeats stops here, before anything is built
     started = time.monotonic()
     sides = images(client, settings, req, emit)
-    groups = runs(client, settings, req, sides, emit)
-    comparison = diff(settings, req, groups, emit)
+    codegen, codegen_seconds = None, None
     if not _kernel(settings, req):
-        comparison.codegen = builds_codegen(client, settings, sides.baseline, sides.candidate, emit)
-    return BenchOutcome(
+        codegen = builds_codegen(client, settings, sides.baseline, sides.candidate, emit)
+        codegen_seconds = time.monotonic() - started
+        if codegen is not None:
+            _summary(codegen, codegen_seconds, emit)
+    if codegen is not None and not req.measure_anyway and nothing_changed(codegen):
+        emit(Step(f"{NOTHING_CHANGED} (--measure-anyway measures all the same)"))
+        outcome = BenchOutcome(
+            None, 0, 0.0, time.monotonic() - started, codegen, codegen_seconds,
+            NOTHING_CHANGED, req.system or DEFAULT_SYSTEM,
+        )  # fmt: skip
+        record_bench(settings, _row(outcome, sides, None), emit)
+        return outcome
+    req = placed(settings, req, codegen, emit)
+    groups = runs(client, settings, req, sides, emit)
+    comparison = diff(settings, req, groups, emit, codegen)
+    keep_asm_diffs(client, settings, sides.baseline, sides.candidate, comparison.codegen,
+                   (groups.baseline, groups.candidate), emit)  # fmt: skip
+    outcome = BenchOutcome(
         comparison=comparison,
         runs=len(groups.results),
         container_seconds=sum(r.duration_seconds or 0.0 for r in groups.results),
         elapsed=time.monotonic() - started,
+        codegen=codegen,
+        codegen_seconds=codegen_seconds,
+        system=comparison.system,
+    )
+    record_bench(settings, _row(outcome, sides, groups), emit)
+    return outcome
+
+
+def nothing_changed(codegen: CodegenDiff) -> bool:
+    """Every kernel (CPU: hot function) of both builds is there with the same code."""
+    categories = codegen.categories.values()
+    return not codegen.changed and all(not c.only_a and not c.only_b for c in categories)
+
+
+def _summary(codegen: CodegenDiff, seconds: float, emit: Emit) -> None:
+    what = "kernels" if codegen.gpu else "hot functions"
+    changed = len(codegen.changed)
+    total = sum(c.total for c in codegen.categories.values())
+    emit(Step(f"codegen after {seconds:.1f} s: {changed} of {total} {what} changed"))
+    if note := codegen.code_object_note():
+        emit(Caution(note))
+    for line in summary_lines(codegen):
+        emit(Message(f"  {line}"))
+
+
+def placed(
+    settings: Settings, req: BenchRequest, codegen: CodegenDiff | None, emit: Emit
+) -> BenchRequest:
+    """The request with its system settled: `--system auto` picks the cheapest system that
+    runs every changed kernel family; a named one is checked, with a caution naming the
+    systems that run what it does not. Both add the options the recipe states for the
+    changed families (`exercise`), except with --cpu-only (they are GPU options)."""
+    auto = req.system == AUTO
+    if _kernel(settings, req) or (codegen is None and not auto):
+        return req
+    wanted = changed_families(codegen) if codegen is not None else {}
+    gpu = codegen.gpu if codegen is not None else True
+    stored = finished_runs(RunStore(settings.results_dir))
+    systems = candidates(settings.recipes_dirs)
+    if auto and not wanted:
+        emit(Step(f"--system auto: no changed kernel of a family it can place; {DEFAULT_SYSTEM}"))
+        return replace(req, system=None)
+    if auto:
+        choice = choose(stored, systems, wanted, req.steps, gpu, req.cpu_only)
+        if choice is None:
+            raise UserError(
+                f"--system auto: no system runs every changed kernel family "
+                f"({', '.join(sorted(wanted))}) by its recipe's options or stored runs. Name "
+                "one with --system, or add a recipe that runs them (docs/usage.md, coverage)."
+            )
+        emit(Step(f"--system auto: {choice.why}"))
+        return _with_options(req, choice.system.name, choice.args, emit)
+    system = load_recipe(req.system, settings.recipes_dirs)
+    found = coverage(stored, system, req.mdrun_args, gpu, wanted)
+    missing = sorted(set(wanted) - found.families)
+    if missing:
+        where = "on a GPU " if gpu and req.cpu_only else ""
+        names = [s.name for s in systems
+                 if set(missing) <= coverage(stored, s, (), gpu, missing).families]  # fmt: skip
+        kernels = "; ".join(f"{fam}: {', '.join(map(short_name, wanted[fam][:3]))}"
+                            for fam in missing)  # fmt: skip
+        emit(Caution(
+            f"the changed kernels ({kernels}) do not run {where}in {system.name} (by "
+            f"{found.why}): systems that run them: {', '.join(names) or 'none known'}; "
+            "--system auto picks the cheapest"
+        ))  # fmt: skip
+    return _with_options(req, system.name, found.args, emit)
+
+
+def _with_options(req: BenchRequest, system: str, args: list[str], emit: Emit) -> BenchRequest:
+    extra = [a for a in args if a not in req.mdrun_args]
+    if extra and req.cpu_only:
+        emit(Message(f"--cpu-only: not adding {' '.join(extra)} (GPU options) to {system}"))
+        extra = []
+    elif extra:
+        emit(Message(f"{system}: adding {' '.join(extra)}, which runs the changed kernels"))
+    return replace(req, system=system, mdrun_args=[*req.mdrun_args, *extra])
+
+
+def _row(outcome: BenchOutcome, sides: Sides, groups: Groups | None) -> BenchRecord:
+    candidate = sides.candidate
+    cmp = outcome.comparison
+    return BenchRecord(
+        baseline=sides.baseline.build or sides.baseline.tag,
+        candidate=candidate.build or candidate.tag,
+        llvm_commit=candidate.llvm_commit,
+        system=outcome.system or "",
+        verdict=outcome.verdict,
+        headline=cmp.headline if cmp is not None else outcome.nothing_measured or "",
+        changed_kernels=len(outcome.codegen.changed) if outcome.codegen is not None else None,
+        runs=outcome.runs,
+        elapsed_seconds=outcome.elapsed,
+        baseline_group=groups.baseline if groups else None,
+        candidate_group=groups.candidate if groups else None,
     )
 
 
 def _kernel(settings: Settings, req: BenchRequest) -> bool:
     """A kernel benchmark needs the compiler, not GROMACS: its sides are toolchain images."""
+    if req.system == AUTO:
+        return False
     return isinstance(load_system(req.system, settings.recipes_dirs), ResolvedKernel)
 
 
@@ -254,11 +404,15 @@ def _request(
     )  # fmt: skip
 
 
-def diff(settings: Settings, req: BenchRequest, groups: Groups, emit: Emit) -> Comparison:
-    """Both groups compared pair by pair, with the validity guards of `compare`."""
+def diff(
+    settings: Settings, req: BenchRequest, groups: Groups, emit: Emit,
+    codegen: CodegenDiff | None = None,
+) -> Comparison:  # fmt: skip
+    """Both groups compared pair by pair, with the validity guards of `compare`; with the
+    builds' codegen diff, changed kernels are also judged against the unchanged ones."""
     emit(Step("diff"))
     results = RunStore(settings.results_dir)
-    return compare_groups(
+    comparison = compare_groups(
         results.finished(groups.baseline, emit),
         results.finished(groups.candidate, emit),
         threshold_pct=req.threshold_pct,
@@ -266,3 +420,5 @@ def diff(settings: Settings, req: BenchRequest, groups: Groups, emit: Emit) -> C
         paired=True,
         store=results,
     )
+    comparison.codegen = codegen
+    return comparison
