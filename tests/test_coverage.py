@@ -14,6 +14,7 @@ from orchestrator.results.codegen_diff import CodegenDiff, diff
 from orchestrator.runs import coverage as cov
 from orchestrator.runs.recipe import load_recipe
 from orchestrator.runs.store import RunStore
+from orchestrator.workflows.placement import changed_families
 from tests.test_codegen import DEMANGLED, GROMACS, _codegen
 from tests.test_store import _save
 
@@ -31,10 +32,10 @@ def test_real_kernels_fall_into_their_families() -> None:
     assert cov.family("void pmeSolveKernel<(GridOrdering)0, false, 0, 32>(P)", "pme_solve") == (
         "pme_solve"
     )
-    changed = cov.changed_families(diff(_codegen(GROMACS / "a"), _codegen(GROMACS / "nounroll")))
+    changed = changed_families(diff(_codegen(GROMACS / "a"), _codegen(GROMACS / "nounroll")))
     assert set(changed) == {"update", "lincs", "settle"}
     assert all("lincsKernel" in name for name in changed["lincs"]), changed["lincs"]
-    assert cov.changed_families(diff(_codegen(GROMACS / "a"), _codegen(GROMACS / "b"))) == {}
+    assert changed_families(diff(_codegen(GROMACS / "a"), _codegen(GROMACS / "b"))) == {}
 
 
 def test_options_decide_what_a_gpu_runs() -> None:
@@ -155,7 +156,7 @@ def test_bench_places_a_lincs_change_where_lincs_runs(tmp_path: Path) -> None:
 
     settings = load_settings(results_dir=tmp_path)
     codegen = _lincs_only()
-    assert [len(v) for v in cov.changed_families(codegen).values()] == [4]
+    assert [len(v) for v in changed_families(codegen).values()] == [4]
     said: list[Event] = []
     water = placed(settings, BenchRequest(system="water:3k"), codegen, said.append)
     assert water.system == "water:3k:pme" and water.mdrun_args == []

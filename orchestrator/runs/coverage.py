@@ -27,7 +27,7 @@ from itertools import pairwise
 from pathlib import Path
 
 from orchestrator.parsers.categories import base_name
-from orchestrator.results.codegen_diff import CodegenDiff
+from orchestrator.platforms import get as platform
 from orchestrator.runs.recipe import Recipe, ResolvedSystem, list_recipes
 from orchestrator.runs.store import RunResult, RunStore
 
@@ -40,6 +40,8 @@ NAME_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
 PME = ("pme_spread", "pme_solve", "pme_gather", "fft")
 #: Families whose launch this module can judge; the rest (`other`) it cannot.
 JUDGED = frozenset({"nbnxm", "memory", "update", "settle", "lincs", *PME})
+#: mdrun's values of those options for the host and for a GPU (`-update gpu`).
+ON_HOST, ON_GPU = "cpu", "gpu"
 #: The mdrun options that move work between the CPU and a GPU.
 _PLACEMENT = ("-nb", "-pme", "-pmefft", "-update", "-bonded")
 
@@ -52,16 +54,6 @@ def family(name: str, category: str) -> str:
         if rule.search(base):
             return fam
     return category
-
-
-def changed_families(diff: CodegenDiff) -> dict[str, list[str]]:
-    """Family -> the changed kernels' names (demangled where known), judged families only."""
-    found: dict[str, list[str]] = {}
-    for k in diff.changed:
-        fam = family(k.demangled or k.name, k.category)
-        if fam in JUDGED:
-            found.setdefault(fam, []).append(k.demangled or k.name)
-    return found
 
 
 def placement(args: Sequence[str]) -> dict[str, str]:
@@ -81,13 +73,13 @@ def from_options(system: ResolvedSystem, args: Sequence[str] = (), gpu: bool = T
         return {"nbnxm", "update", *constraints, *(PME if pme else ())}
     where = placement([*system.mdrun_args, *args])
     found: set[str] = set()
-    if where.get("-nb", "auto") != "cpu":
+    if where.get("-nb") != ON_HOST:
         found |= {"nbnxm", "memory"}
-        if pme and where.get("-pme", "auto") != "cpu":
+        if pme and where.get("-pme") != ON_HOST:
             found |= {"pme_spread", "pme_solve", "pme_gather"}
-            if where.get("-pmefft", "auto") != "cpu":
+            if where.get("-pmefft") != ON_HOST:
                 found.add("fft")
-    if system.gpu_update and where.get("-update") == "gpu":
+    if system.gpu_update and where.get("-update") == ON_GPU:
         found |= {"update", *constraints}
     return found
 
@@ -122,7 +114,8 @@ def from_runs(
         traced = "md.log" not in breakdown.source
         if gpu and traced and not result.cpu_only:
             return {family(k.name, k.category) for k in breakdown.kernels}, path.name
-        if not gpu and not traced and (result.platform == "cpu" or result.cpu_only):
+        on_host = result.cpu_only or platform(result.platform).gpu_support == "disabled"
+        if not gpu and not traced and on_host:
             rows = {k.name.strip().lower() for k in breakdown.kernels if k.calls}
             found = {k.category for k in breakdown.kernels if k.calls} & JUDGED
             found |= {"update"} if "update" in rows else set()

@@ -24,28 +24,19 @@ from orchestrator.images.gromacs import DEV_CURRENT, build_gromacs, gromacs_ref,
 from orchestrator.images.provenance import ImageRecord, label
 from orchestrator.platforms import get
 from orchestrator.platforms.base import ProfileMode
-from orchestrator.results.codegen_diff import CodegenDiff, short_name, summary_lines
+from orchestrator.results.codegen_diff import CodegenDiff, summary_lines
 from orchestrator.results.compare import Comparison
 from orchestrator.results.judge import compare_groups
 from orchestrator.results.paired import baseline_first, ci_halfwidth_pct, repeat_plan
 from orchestrator.runs import runner, store
-from orchestrator.runs.coverage import (
-    candidates,
-    changed_families,
-    choose,
-    coverage,
-    finished_runs,
-)
 from orchestrator.runs.database import BenchRecord, record_bench
 from orchestrator.runs.executors import Job, executor_for
 from orchestrator.runs.kernel_recipe import ResolvedKernel
-from orchestrator.runs.recipe import DEFAULT_SYSTEM, load_recipe, load_system
+from orchestrator.runs.recipe import DEFAULT_SYSTEM, load_system
 from orchestrator.runs.store import RunResult, RunStore
 from orchestrator.workflows.build import toolchain_for
 from orchestrator.workflows.codegen import builds_codegen, keep_asm_diffs
-
-#: `--system auto`: the cheapest system that runs every changed kernel (`runs.coverage`).
-AUTO = "auto"
+from orchestrator.workflows.placement import AUTO, place
 
 
 @dataclass
@@ -199,55 +190,12 @@ def _summary(codegen: CodegenDiff, seconds: float, emit: Emit) -> None:
 def placed(
     settings: Settings, req: BenchRequest, codegen: CodegenDiff | None, emit: Emit
 ) -> BenchRequest:
-    """The request with its system settled: `--system auto` picks the cheapest system that
-    runs every changed kernel family; a named one is checked, with a caution naming the
-    systems that run what it does not. Both add the options the recipe states for the
-    changed families (`exercise`), except with --cpu-only (they are GPU options)."""
-    auto = req.system == AUTO
-    if _kernel(settings, req) or (codegen is None and not auto):
+    """The request with its system settled where the change runs (`workflows.placement`)."""
+    if _kernel(settings, req) or (codegen is None and req.system != AUTO):
         return req
-    wanted = changed_families(codegen) if codegen is not None else {}
-    gpu = codegen.gpu if codegen is not None else True
-    stored = finished_runs(RunStore(settings.results_dir))
-    systems = candidates(settings.recipes_dirs)
-    if auto and not wanted:
-        emit(Step(f"--system auto: no changed kernel of a family it can place; {DEFAULT_SYSTEM}"))
-        return replace(req, system=None)
-    if auto:
-        choice = choose(stored, systems, wanted, req.steps, gpu, req.cpu_only)
-        if choice is None:
-            raise UserError(
-                f"--system auto: no system runs every changed kernel family "
-                f"({', '.join(sorted(wanted))}) by its recipe's options or stored runs. Name "
-                "one with --system, or add a recipe that runs them (docs/usage.md, coverage)."
-            )
-        emit(Step(f"--system auto: {choice.why}"))
-        return _with_options(req, choice.system.name, choice.args, emit)
-    system = load_recipe(req.system, settings.recipes_dirs)
-    found = coverage(stored, system, req.mdrun_args, gpu, wanted)
-    missing = sorted(set(wanted) - found.families)
-    if missing:
-        where = "on a GPU " if gpu and req.cpu_only else ""
-        names = [s.name for s in systems
-                 if set(missing) <= coverage(stored, s, (), gpu, missing).families]  # fmt: skip
-        kernels = "; ".join(f"{fam}: {', '.join(map(short_name, wanted[fam][:3]))}"
-                            for fam in missing)  # fmt: skip
-        emit(Caution(
-            f"the changed kernels ({kernels}) do not run {where}in {system.name} (by "
-            f"{found.why}): systems that run them: {', '.join(names) or 'none known'}; "
-            "--system auto picks the cheapest"
-        ))  # fmt: skip
-    return _with_options(req, system.name, found.args, emit)
-
-
-def _with_options(req: BenchRequest, system: str, args: list[str], emit: Emit) -> BenchRequest:
-    extra = [a for a in args if a not in req.mdrun_args]
-    if extra and req.cpu_only:
-        emit(Message(f"--cpu-only: not adding {' '.join(extra)} (GPU options) to {system}"))
-        extra = []
-    elif extra:
-        emit(Message(f"{system}: adding {' '.join(extra)}, which runs the changed kernels"))
-    return replace(req, system=system, mdrun_args=[*req.mdrun_args, *extra])
+    system, args = place(settings, req.system, req.mdrun_args, req.steps, req.cpu_only,
+                         codegen, emit)  # fmt: skip
+    return replace(req, system=system, mdrun_args=args)
 
 
 def _row(outcome: BenchOutcome, sides: Sides, groups: Groups | None) -> BenchRecord:
