@@ -6,6 +6,7 @@ from tabulate import tabulate
 
 from benchmarks import (
     bench_builds,
+    bench_controlled,
     bench_db,
     bench_llvm_commit,
     bench_loop,
@@ -15,7 +16,7 @@ from benchmarks import (
     bench_stats,
 )
 
-for title, table in bench_stats.main():
+for title, table in [*bench_stats.main(), *bench_controlled.main()]:
     print(title)
     if table and isinstance(table[0], dict):
         print(tabulate(table, headers="keys"))

@@ -125,6 +125,9 @@ class CodegenDiff(BaseModel):
     #: a fingerprint taken before versions were recorded).
     a_code_object_versions: list[int] = Field(default_factory=list)
     b_code_object_versions: list[int] = Field(default_factory=list)
+    #: Key -> demangled name of every kernel of either build: kernel traces name kernels
+    #: demangled, and `results.controlled` matches them to keys by it.
+    demangled: dict[str, str] = Field(default_factory=dict)
 
     def code_unchanged(self, category: str) -> bool:
         return code_unchanged(self, category)
@@ -206,6 +209,11 @@ def diff(a: Codegen, b: Codegen) -> CodegenDiff:
         changed=sorted(changed, key=KernelDelta.sort_key),
         a_code_object_versions=a.code_object_versions,
         b_code_object_versions=b.code_object_versions,
+        demangled={
+            key: name
+            for key, code in {**a.kernels, **b.kernels}.items()
+            if (name := code.demangled)
+        },
     )
 
 

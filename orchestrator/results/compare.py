@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from orchestrator.core.errors import UsageError
 from orchestrator.parsers.categories import CATEGORIES
 from orchestrator.results.codegen_diff import CodegenDiff
+from orchestrator.results.controlled import Controlled, controlled_for
 from orchestrator.results.counter_compare import CounterComparison
 from orchestrator.results.paired import compare_pairs
 from orchestrator.results.stats import Verdict, compare_samples
@@ -70,6 +71,9 @@ class Comparison(BaseModel):
     ceiling: str | None = None
     #: rocprof-compute's counters of the top kernels side by side, when both sides have them.
     counters: CounterComparison | None = None
+    #: Each changed kernel (CPU: category) judged raw and against the unchanged kernels
+    #: measured in the same runs (`results.controlled`); keyed like `kernels` (`categories`).
+    controlled: dict[str, Controlled] = Field(default_factory=dict)
 
     @property
     def headline(self) -> str:
@@ -181,8 +185,10 @@ def compare_runs(
     threshold_pct: float = 2.0,
     alpha: float = 0.05,
     paired: bool | None = None,
+    codegen: CodegenDiff | None = None,
 ) -> Comparison:
-    """Compare two groups; `paired` None pairs them when one `bench` made them (2+ pairs)."""
+    """Compare two groups; `paired` None pairs them when one `bench` made them (2+ pairs).
+    With the builds' `codegen` diff, changed kernels are also judged against unchanged ones."""
     check_pair(base, cand)
     pairs, alone = bench_pairs(base, cand)
     if paired is None:
@@ -230,6 +236,11 @@ def compare_runs(
             "Pin the grid with `-- -notunepme` for per-kernel comparisons."
         )
     _check_energy(cmp, base, cand)
+    cmp.codegen = codegen
+    cmp.controlled = controlled_for(
+        base, cand, codegen, paired=paired, cpu_only=cmp.cpu_only, suspect=cmp.suspect,
+        threshold_pct=threshold_pct, alpha=alpha,
+    )  # fmt: skip
     return cmp
 
 

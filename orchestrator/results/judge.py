@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from orchestrator.results.codegen_diff import CodegenDiff
 from orchestrator.results.compare import Comparison, compare_runs
 from orchestrator.results.counter_compare import compare_counters
 from orchestrator.results.kernel_compare import compare_kernel_runs
@@ -17,15 +18,19 @@ def compare_groups(
     alpha: float = 0.05,
     paired: bool | None = None,
     store: RunStore | None = None,
+    codegen: CodegenDiff | None = None,
 ) -> Comparison:
     """`compare_runs` for mdrun runs, `compare_kernel_runs` when any run is a kernel's;
     with the `store`, an mdrun comparison names the memory ceiling of its host; runs with
-    rocprof-compute's counters on both sides add their top kernels side by side."""
+    rocprof-compute's counters on both sides add their top kernels side by side; with the
+    builds' `codegen` diff, changed kernels are judged against the unchanged ones too."""
     if any(r.result.kind == "kernel" for r in base + cand):
         return compare_kernel_runs(
             base, cand, threshold_pct=threshold_pct, alpha=alpha, paired=paired
         )
-    cmp = compare_runs(base, cand, threshold_pct=threshold_pct, alpha=alpha, paired=paired)
+    cmp = compare_runs(
+        base, cand, threshold_pct=threshold_pct, alpha=alpha, paired=paired, codegen=codegen
+    )
     base_counters = [r.counters for r in base if r.counters is not None]
     cand_counters = [r.counters for r in cand if r.counters is not None]
     if base_counters and cand_counters:

@@ -140,6 +140,41 @@ def verdict_rows(cmp: Comparison) -> list[list[str]]:
     return rows
 
 
+CONTROLLED_HEADERS = ["changed", "raw Δ%", "raw CI", "raw p", "controlled Δ%",
+                      "controlled CI", "controlled p"]  # fmt: skip
+
+
+def _p(v: Verdict) -> str:
+    return "n/a" if v.p_value is None else f"{v.p_value:.3g}"
+
+
+def controlled_rows(cmp: Comparison) -> list[list[str]]:
+    """Each changed kernel (CPU: category): raw, then against the unchanged ones."""
+    rows = []
+    for name, c in cmp.controlled.items():
+        raw, ctl = c.raw, c.controlled
+        rows.append([
+            _short(name), f"{raw.marker} {raw.delta_pct:+.2f}%", _ci(raw), _p(raw),
+            f"{ctl.marker} {ctl.delta_pct:+.2f}%" if ctl else "no control",
+            _ci(ctl) if ctl else "", _p(ctl) if ctl else "",
+        ])  # fmt: skip
+    return rows
+
+
+def controlled_lines(cmp: Comparison, style: str) -> list[str]:
+    """The changed kernels' table, raw and controlled, and what the control was."""
+    if not cmp.controlled:
+        return []
+    first = next(iter(cmp.controlled.values()))
+    what = "kernels" if cmp.codegen is None or cmp.codegen.gpu else "categories"
+    return [
+        f"changed {what}, raw and against the unchanged {what} of the same runs "
+        f"(control: {first.control}):",
+        tabulate(controlled_rows(cmp), headers=CONTROLLED_HEADERS, tablefmt=style),
+        "",
+    ]
+
+
 def kernel_rows(cmp: Comparison) -> list[list[str]]:
     """The kernel table under HEADERS, names cut to KERNEL_NAME."""
     return [_row(f"{_short(name)} (µs)", v) for name, v in cmp.kernels.items()]
@@ -159,6 +194,7 @@ def render(cmp: Comparison, fmt: Format = "simple") -> str:
     if cmp.kernels:
         lines.append(f"top {len(cmp.kernels)} kernels, median call duration in each run:")
         lines += [tabulate(kernel_rows(cmp), headers=HEADERS, tablefmt=style), ""]
+    lines += controlled_lines(cmp, style)
     lines += codegen_lines(cmp)
     if cmp.counters is not None:
         lines += [render_comparison(cmp.counters, "github" if fmt == "markdown" else "simple")]
