@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from orchestrator.results import stats, student
-from tests.test_paired import independent_marker_change
+from tests.test_paired import independent_marker_change, independent_typical_sd
 
 VECTORS: dict[str, Any] = json.loads(
     (Path(__file__).parent / "data" / "stats_vectors.json").read_text(encoding="utf-8")
@@ -142,8 +142,8 @@ def test_unpaired_detectable_change_matches_an_independent_computation(
 ) -> None:
     """The unpaired figure, recomputed from its definition by another numeric route (scipy
     is not among the dev dependencies): the exact test's attainable size counted from all
-    C(n_a + n_b, n_a) rank splits, the pooled log sd, and the marker probability summed
-    over the chi-square density with bisection on the change (`independent_marker_change`)."""
+    C(n_a + n_b, n_a) rank splits, the pooled log sd read median-unbiasedly, and the marker
+    probability summed over the chi-square density with bisection on the change."""
     n_a, n_b = len(base), len(cand)
     total = math.comb(n_a + n_b, n_a)
     us = sorted(sum(r for r in ranks) - n_a * (n_a + 1) // 2
@@ -153,7 +153,7 @@ def test_unpaired_detectable_change_matches_an_independent_computation(
     la, lb = [math.log(x) for x in base], [math.log(x) for x in cand]
     ss = sum((x - sum(la) / n_a) ** 2 for x in la) + sum((x - sum(lb) / n_b) ** 2 for x in lb)
     df = n_a + n_b - 2
-    scale = math.sqrt(ss / df * (1 / n_a + 1 / n_b))
+    scale = independent_typical_sd(math.sqrt(ss / df * (1 / n_a + 1 / n_b)), df)
     q = student.t_ppf(1 - size / 2, df)
     se_test, se_est = scale * math.sqrt(math.pi / 3), scale * math.sqrt(math.pi / 2)
     shift = independent_marker_change(se_test, se_est, df, q, -math.log(0.98), 0.8)

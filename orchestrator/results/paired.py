@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from orchestrator.core.errors import UsageError
-from orchestrator.results.detectable import marker_change, threshold_limit
+from orchestrator.results.detectable import marker_change, median_sd, threshold_limit
 from orchestrator.results.stats import (
     Verdict,
     format_p,
@@ -130,7 +130,8 @@ def paired_t(
     mdc = None
     if n >= MIN_PAIRS:
         limit = threshold_limit(threshold_pct)
-        shift = marker_change(se_test=se, se_est=se, df=df, q=q, limit=limit, power=power)
+        typical = median_sd(se, df)
+        shift = marker_change(se_test=typical, se_est=typical, df=df, q=q, limit=limit, power=power)
         mdc = 100 * math.expm1(shift)
     return PairedTest(
         n=n,
@@ -290,6 +291,25 @@ class RepeatPlan:
         ):
             return 0
         return min(self.step, self.most - n)
+
+    def more_clean(
+        self,
+        baseline: Sequence[float],
+        candidate: Sequence[float],
+        *,
+        ran: int,
+        threshold_pct: float,
+        alpha: float,
+    ) -> int:
+        """`more`, when the values are the clean pairs only and `ran` pairs ran in all.
+
+        A pair with a run that shared the machine (`results.busy`) does not count: it is
+        measured again, up to `most` such extra pairs, so `bench` runs at most 2 * `most`
+        pairs however busy the host is; past the budget the comparison says how many
+        clean pairs there are, or that the host was too busy to judge.
+        """
+        wanted = self.more(baseline, candidate, threshold_pct=threshold_pct, alpha=alpha)
+        return max(0, min(wanted, 2 * self.most - ran))
 
 
 def repeat_plan(value: int | str) -> RepeatPlan:

@@ -47,7 +47,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from orchestrator.results.detectable import marker_change, threshold_limit
+from orchestrator.results.detectable import marker_change, median_sd, threshold_limit
 from orchestrator.results.student import t_ppf
 
 #: Pooled run counts up to this use the exact distribution; above, the normal approximation.
@@ -295,7 +295,7 @@ def min_detectable_pct(
     pooled = ((n_a - 1) * variance(la) + (n_b - 1) * variance(lb)) / df
     if pooled <= 0:
         return None
-    scale = math.sqrt(pooled * (1 / n_a + 1 / n_b))
+    scale = median_sd(math.sqrt(pooled * (1 / n_a + 1 / n_b)), df)
     shift = marker_change(
         se_test=scale * math.sqrt(math.pi / 3), se_est=scale * math.sqrt(math.pi / 2), df=df,
         q=t_ppf(1 - size / 2, df), limit=threshold_limit(threshold_pct), power=power,
