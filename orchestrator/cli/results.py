@@ -73,9 +73,9 @@ def compare(args: argparse.Namespace, settings: Settings, console: Console) -> i
     baseline = runs.finished(args.baseline, console)
     candidate = runs.finished(args.candidate, console)
     cmp = compare_groups(
-        baseline, candidate, threshold_pct=args.threshold_pct, alpha=args.alpha, store=runs
-    )
-    cmp.codegen = codegen.runs_codegen(baseline[0].path, candidate[0].path)
+        baseline, candidate, threshold_pct=args.threshold_pct, alpha=args.alpha, store=runs,
+        codegen=codegen.runs_codegen(baseline[0].path, candidate[0].path),
+    )  # fmt: skip
     print(render(cmp, args.format), end="")
     if args.notify:
         console.notifier.post(webhook_text(cmp), {"headline": cmp.headline})
