@@ -19,10 +19,11 @@ from orchestrator.results import history as hist
 from orchestrator.results.codegen_diff import render as codegen_report
 from orchestrator.results.compare import Comparison
 from orchestrator.results.html import render_html
+from orchestrator.results.html_codegen import BenchCodegen
 from orchestrator.results.judge import compare_groups
 from orchestrator.results.report import history_text, render, webhook_text
 from orchestrator.runs.database import Database, import_runs, shown
-from orchestrator.runs.store import RunStore
+from orchestrator.runs.store import RunStore, load_asm_diffs
 from orchestrator.workflows import codegen
 
 
@@ -138,8 +139,10 @@ def html_report(args: argparse.Namespace, settings: Settings, console: Console) 
                 ))  # fmt: skip
             except UsageError:  # no run of this system measured the category
                 continue
+    views = [_bench_codegen(db, settings, console, s) for s in args.system or hist.systems(db)]
     page = render_html(
         series, verdict=_latest_verdict(db, settings, console), bisects=hist.load_bisects(db),
+        codegen=[v for v in views if v is not None],
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
     )  # fmt: skip
     write_atomic(args.html, page)
@@ -147,17 +150,35 @@ def html_report(args: argparse.Namespace, settings: Settings, console: Console) 
     return 0
 
 
-def _latest_verdict(db: Database, settings: Settings, console: Console) -> Comparison | None:
-    """The newest bench's verdict, judged again from its run directories (when here)."""
-    groups = hist.latest_bench(db)
+def _latest_verdict(
+    db: Database, settings: Settings, console: Console, system: str | None = None
+) -> Comparison | None:
+    """The newest bench's verdict (of `system`), judged again from its run directories
+    (when here), with the codegen diff of the images its runs ran."""
+    groups = hist.latest_bench(db, system)
     if groups is None:
         return None
     runs = RunStore(settings.results_dir)
     try:
-        return compare_groups(
-            runs.finished(groups[0], console), runs.finished(groups[1], console),
-            paired=True, store=runs,
-        )  # fmt: skip
+        base, cand = runs.finished(groups[0], console), runs.finished(groups[1], console)
+        found = codegen.runs_codegen(base[0].path, cand[0].path)
+        return compare_groups(base, cand, paired=True, store=runs, codegen=found)
     except UserError as exc:
         console(Caution(f"the latest bench's verdict is left out: {exc.message}"))
         return None
+
+
+def _bench_codegen(
+    db: Database, settings: Settings, console: Console, system: str
+) -> BenchCodegen | None:
+    """The codegen view of `system`'s newest bench, with the code diffs it kept."""
+    cmp = _latest_verdict(db, settings, console, system)
+    groups = hist.latest_bench(db, system)
+    if cmp is None or cmp.codegen is None or groups is None:
+        return None
+    try:
+        asm = load_asm_diffs(settings.results_dir, groups[1])
+    except UserError as exc:
+        console(Caution(f"{system}: the kept code diffs are left out: {exc.message}"))
+        asm = None
+    return BenchCodegen(cmp, asm)

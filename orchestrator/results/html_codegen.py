@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
-from typing import Any
 
 from orchestrator.parsers.categories import base_name
 from orchestrator.results.codegen_diff import (
@@ -27,6 +26,7 @@ from orchestrator.results.codegen_diff import (
     short_name,
 )
 from orchestrator.results.compare import Comparison
+from orchestrator.results.controlled import Controlled
 from orchestrator.results.stats import Verdict
 from orchestrator.runs.store import AsmDiffs, KernelAsm
 
@@ -37,6 +37,7 @@ NOT_KEPT = (
 )
 
 CSS = """
+table.codegen { font-size: 0.85em; }
 table.codegen td.kernel { font-family: ui-monospace, monospace; white-space: nowrap; }
 table.codegen td.num { white-space: nowrap; }
 table.codegen tr.changed.has-asm { cursor: pointer; }
@@ -94,13 +95,6 @@ def section(views: Sequence[BenchCodegen]) -> str:
     return "\n".join(["<h2>Codegen</h2>", *(_view(v, n) for n, v in enumerate(shown))])
 
 
-def controlled(cmp: Comparison) -> Mapping[str, Any]:
-    """The verdicts against the unchanged kernels (`results.controlled`), keyed like
-    `kernels` (CPU: like `categories`), when the comparison has them."""
-    found = getattr(cmp, "controlled", None)
-    return found if isinstance(found, Mapping) else {}
-
-
 def timed(delta: KernelDelta, names: Sequence[str]) -> str | None:
     """The trace's name of a changed kernel, when it was timed: the profiler's spelling
     (mangled with `.kd`, or demangled) equal to the fingerprint's, spaces aside."""
@@ -117,7 +111,7 @@ def _view(view: BenchCodegen, n: int) -> str:
     cmp, asm = view.comparison, view.asm
     d = cmp.codegen
     assert d is not None
-    ctl = controlled(cmp)
+    ctl = cmp.controlled  # keyed like `kernels` (CPU: like `categories`)
     headers = HEADERS + (CONTROLLED if ctl else [])
     kept = {k.key: k for k in asm.kernels} if asm is not None else {}
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
@@ -165,7 +159,7 @@ def _view(view: BenchCodegen, n: int) -> str:
 
 
 def _changed(
-    delta: KernelDelta, cmp: Comparison, ctl: Mapping[str, Any], name: str | None,
+    delta: KernelDelta, cmp: Comparison, ctl: Mapping[str, Controlled], name: str | None,
     kept: Mapping[str, KernelAsm], ident: str, width: int,
 ) -> list[str]:  # fmt: skip
     """A changed kernel's row, and the hidden row under it holding its code diff."""
@@ -195,7 +189,9 @@ def _changed(
     ]
 
 
-def _unchanged_timed(name: str, cmp: Comparison, ctl: Mapping[str, Any], d: CodegenDiff) -> str:
+def _unchanged_timed(
+    name: str, cmp: Comparison, ctl: Mapping[str, Controlled], d: CodegenDiff
+) -> str:
     """A timed kernel that is not among the changed ones: the control, greyed."""
     same = {base_name(k) for c in d.categories.values() for k in c.unchanged}
     what = "code unchanged" if base_name(name) in same else "not in the fingerprint"
@@ -229,7 +225,8 @@ def _timing(v: Verdict | None, missing: str, control: str = "") -> list[str]:
     if v is None:
         return [_td(missing), _td("")]
     css = {"🐢": "num worse-cell", "🚀": "num better-cell"}.get(v.marker, "num")
-    ratio = f"{1 + v.delta_pct / 100:.3f} ({v.delta_pct:+.1f}%)"
+    pct = v.delta_pct if abs(v.delta_pct) >= 0.05 else 0.0  # no "-0.0%"
+    ratio = f"{1 + v.delta_pct / 100:.3f} ({pct:+.1f}%)"
     interval = "n/a" if v.ci_low is None or v.ci_high is None else (
         f"{v.ci_low:.3f}–{v.ci_high:.3f}"
     )  # fmt: skip
@@ -237,15 +234,13 @@ def _timing(v: Verdict | None, missing: str, control: str = "") -> list[str]:
     return [_td(ratio, css, title=note), _td(interval, "num")]
 
 
-def _against_control(entry: Any) -> list[str]:
-    """A `Controlled` entry's verdict against the control, or why there is none."""
+def _against_control(entry: Controlled | None) -> list[str]:
+    """A changed kernel's verdict against the control, or why there is none."""
     if entry is None:
         return [_td("not timed"), _td("")]
-    v = entry if isinstance(entry, Verdict) else getattr(entry, "controlled", None)
-    why = str(getattr(entry, "control", ""))
-    if v is None:
-        return [_td("raw only", title=why), _td("")]
-    return _timing(v, "", why)
+    if entry.controlled is None:
+        return [_td("raw only", title=entry.control), _td("")]
+    return _timing(entry.controlled, "", entry.control)
 
 
 def _gpu(cmp: Comparison) -> bool:
