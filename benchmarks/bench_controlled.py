@@ -181,9 +181,11 @@ def headline(res: dict[ControlCell, dict[str, float]]) -> list[str]:
             r["raw"] for j, r in res.items() if j.effect == 0 and j.scenario in scenarios
         )
         margin = 1.96 * math.sqrt(max(worst * (1 - worst), 1e-9) / AA_TRIALS)
+        pooled = sum(rate for rate, _ in aa) / len(aa)
         lines.append(
-            f"A/A ({label}, CV 2–10%, {PAIRS[0]}–{PAIRS[-1]} pairs): controlled rule's worst "
-            f"cell {_pct(worst)} ± {_pct(margin)} ({where.scenario.name}, CV {where.cv:.0%}, "
+            f"A/A ({label}, CV 2–10%, {PAIRS[0]}–{PAIRS[-1]} pairs): controlled rule "
+            f"{_pct(pooled)} pooled over {len(aa) * AA_TRIALS} trials, worst cell "
+            f"{_pct(worst)} ± {_pct(margin)} ({where.scenario.name}, CV {where.cv:.0%}, "
             f"{where.pairs} pairs); raw rule's worst {_pct(raw_worst)}"
         )
     for e in EFFECTS[1:]:
