@@ -725,6 +725,15 @@ def test_asm_mode_in_image(engine: Any, hip_image: str, hip_tools: dict[str, str
     assert (
         code == 1 and out == "" and err.startswith("codegen_probe: no function named _Z7missingv")
     )
+    # several names: one disassembly, a JSON object of those found (a missing one left out)
+    names = sorted(n for n in blocks if n.startswith("_Z"))[:3]
+    argv = probe_argv("asm", "/cg/objs", objdump=hip_tools["objdump"],
+                      name=[*names, "_Z7missingv"])  # fmt: skip
+    code, out, err = _in_container(engine, hip_image, argv, files)
+    assert code == 0, err
+    assert json.loads(out) == {
+        n: "\n".join(probe.gpu_normalise(blocks[n])) + "\n" for n in names
+    }
 
 
 @pytest.mark.engine

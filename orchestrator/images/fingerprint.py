@@ -10,6 +10,8 @@ again, on any machine it is moved to, by any later version of the probe.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from orchestrator.core.engine import Client
@@ -59,3 +61,23 @@ def function_asm(client: Client, record: ImageRecord, name: str, unit: str | Non
     if code != 0:
         raise UserError(f"Could not print the code of {name} in {record.tag} (exit {code}).")
     return out
+
+
+def functions_asm(
+    client: Client, record: ImageRecord, names: Sequence[str], unit: str | None
+) -> dict[str, str]:
+    """Several functions' normalised code from one probe of `unit` (disassembling a big
+    unit is the cost, not the functions); a name not found exactly once is left out."""
+    if len(names) == 1:
+        return {names[0]: function_asm(client, record, names[0], unit)}
+    platform = get(record.platform or "cpu")
+    command = platform.codegen_probe("asm", _prefix(record), record.rocm_stack, names, unit)
+    code, out = probe(client, record.id, command, timeout=PROBE_TIMEOUT, stderr=False)
+    try:
+        texts = json.loads(out) if code == 0 else None
+    except ValueError:
+        texts = None
+    if not isinstance(texts, dict):
+        raise UserError(f"Could not print the code of {len(names)} functions in {record.tag} "
+                        f"(exit {code}).")  # fmt: skip
+    return {str(k): str(v) for k, v in texts.items()}

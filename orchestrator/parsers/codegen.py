@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -279,7 +280,7 @@ def probe_argv(
     readelf: str | None = None,
     nm: str | None = None,
     cxxfilt: str | None = None,
-    name: str | None = None,
+    name: str | Sequence[str] | None = None,
     unit: str | None = None,
     arch: str | None = None,
     pattern: str | None = None,
@@ -293,7 +294,7 @@ def probe_argv(
             argv += [flag, value]
     argv.append(target)
     if mode == "asm":
-        if name is None:
+        if not name:
             raise ValueError("asm needs a function name")
-        argv.append(name)
+        argv += [name] if isinstance(name, str) else list(name)
     return argv

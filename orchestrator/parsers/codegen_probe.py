@@ -518,16 +518,17 @@ def select_blocks(disasm_text: str, by_address: dict[int, str]) -> Iterator[tupl
 
 
 def cpu_functions(
-    args: argparse.Namespace, only: str | None = None
+    args: argparse.Namespace, only: set[str] | None = None
 ) -> Iterator[tuple[str, str | None, list[str]]]:
-    """(mangled, demangled, raw lines) of the chosen x86 functions of ``args.lib``."""
+    """(mangled, demangled, raw lines) of the chosen x86 functions of ``args.lib``: those
+    named in `only` (mangled or demangled), else those matching ``args.pattern``."""
     code, out, _err = try_run([args.nm, "-S", "--defined-only", args.lib])
     symbols = parse_nm(out) if code == 0 else []
     if not symbols:  # stripped: the dynamic symbol table still names exported functions
         symbols = parse_nm(run([args.nm, "-D", "-S", "--defined-only", args.lib]))
     names = demangle_all(args.cxxfilt, (s[2] for s in symbols))
     if only is not None:
-        chosen = [s for s in symbols if only in (s[2], names.get(s[2]))]
+        chosen = [s for s in symbols if s[2] in only or names.get(s[2]) in only]
     else:
         pattern = re.compile(args.pattern)
         chosen = [s for s in symbols if pattern.search(names.get(s[2], s[2]))]
@@ -572,30 +573,46 @@ def cpu_mode(args: argparse.Namespace) -> Record:
 # --- asm mode -------------------------------------------------------------------------------
 
 
-def asm_mode(args: argparse.Namespace) -> str:
-    """Normalised text of one function, for a unified diff between two images."""
-    found: list[tuple[str, list[str]]] = []
+def asm_found(args: argparse.Namespace) -> dict[str, list[tuple[str, list[str]]]]:
+    """Each asked-for function's normalised text at every place it occurs. The target is
+    disassembled once for all names: a GROMACS nonbonded unit takes tens of seconds."""
+    wanted = set(args.name)
+    found: dict[str, list[tuple[str, list[str]]]] = {name: [] for name in args.name}
     if os.path.isfile(args.target):
         if not args.nm:
             fail("asm on a library needs --nm")
         args.lib = args.target
-        for mangled, _d, body in cpu_functions(args, only=args.name):
-            found.append(("x86_64", cpu_normalise(body, mangled)))
+        for mangled, demangled, body in cpu_functions(args, only=wanted):
+            key = mangled if mangled in wanted else demangled
+            found[key or mangled].append(("x86_64", cpu_normalise(body, mangled)))
     elif os.path.isdir(args.target):
         for path, unit, arch in find_code_objects(args.target):
             if (args.unit and unit != args.unit) or (args.arch and arch != args.arch):
                 continue
             disasm = gpu_disassemble(args.objdump, arch, path)
-            for _name, body in blocks(disasm.splitlines(), wanted={args.name}):
-                found.append((unit + " " + arch, gpu_normalise(body)))
+            for name, body in blocks(disasm.splitlines(), wanted=wanted):
+                found[name].append((unit + " " + arch, gpu_normalise(body)))
     else:
         fail("no such file or directory: " + args.target)
-    if not found:
-        fail(f"no function named {args.name} in {args.target}")
-    if len(found) > 1:
-        where = ", ".join(place for place, _lines in found)
-        fail(f"{args.name} occurs {len(found)} times ({where}): pass --unit and/or --arch")
-    return "\n".join(found[0][1]) + "\n"
+    return found
+
+
+def asm_mode(args: argparse.Namespace) -> str:
+    """Normalised text of one function, for a unified diff between two images; of several
+    names, a JSON object of each one found exactly once (the others are left out)."""
+    found = asm_found(args)
+    if len(args.name) > 1:
+        texts = {
+            n: "\n".join(places[0][1]) + "\n" for n, places in found.items() if len(places) == 1
+        }
+        return json.dumps(texts, sort_keys=True) + "\n"
+    ((name, places),) = found.items()
+    if not places:
+        fail(f"no function named {name} in {args.target}")
+    if len(places) > 1:
+        where = ", ".join(place for place, _lines in places)
+        fail(f"{name} occurs {len(places)} times ({where}): pass --unit and/or --arch")
+    return "\n".join(places[0][1]) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -604,13 +621,15 @@ def main(argv: list[str] | None = None) -> int:
     modes = {
         "gpu": ("--objdump!", "--readelf!", "--cxxfilt", "dir"),
         "cpu": ("--objdump!", "--nm!", "--cxxfilt", "--pattern", "lib"),
-        "asm": ("--objdump!", "--nm", "--cxxfilt", "--unit", "--arch", "target", "name"),
+        "asm": ("--objdump!", "--nm", "--cxxfilt", "--unit", "--arch", "target", "name+"),
     }
     for mode, options in modes.items():
         mode_parser = sub.add_parser(mode)
         for option in options:
             if option.startswith("--"):
                 mode_parser.add_argument(option.rstrip("!"), required=option.endswith("!"))
+            elif option.endswith("+"):
+                mode_parser.add_argument(option.rstrip("+"), nargs="+")
             else:
                 mode_parser.add_argument(option)
     sub.choices["cpu"].set_defaults(pattern=DEFAULT_CPU_PATTERN)

@@ -17,7 +17,7 @@ import os
 import re
 import shlex
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -309,10 +309,10 @@ class Platform(ABC):
     @abstractmethod
     def codegen_probe(
         self, mode: Literal["fingerprint", "asm"], prefix: str, stack: str | None,
-        name: str | None = None, unit: str | None = None,
+        name: str | Sequence[str] | None = None, unit: str | None = None,
     ) -> list[str]:  # fmt: skip
         """The command that fingerprints a finished image of this platform (or prints one
-        function's normalised code): `parsers.codegen.probe_argv` with this platform's
+        functions' normalised code): `parsers.codegen.probe_argv` with this platform's
         tools and where its builds keep their code."""
 
     @abstractmethod

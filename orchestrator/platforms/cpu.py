@@ -6,7 +6,7 @@ whole runs happen on a machine without a GPU.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -110,7 +110,7 @@ class CpuPlatform(Platform):
 
     def codegen_probe(
         self, mode: Literal["fingerprint", "asm"], prefix: str, stack: str | None,
-        name: str | None = None, unit: str | None = None,
+        name: str | Sequence[str] | None = None, unit: str | None = None,
     ) -> list[str]:  # fmt: skip
         """GROMACS' hot functions in libgromacs.so, disassembled by binutils."""
         library = f"{prefix}/lib/libgromacs.so"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -367,7 +367,7 @@ class RocmPlatform(Platform):
 
     def codegen_probe(
         self, mode: Literal["fingerprint", "asm"], prefix: str, stack: str | None,
-        name: str | None = None, unit: str | None = None,
+        name: str | Sequence[str] | None = None, unit: str | None = None,
     ) -> list[str]:  # fmt: skip
         """The GPU code objects the build kept, read by the stack's own LLVM tools."""
         tools = STACKS[stack or "amd"].llvm_bin_of_image()

@@ -188,9 +188,20 @@ def keep_asm_diffs(
         emit(Caution(f"the changed kernels' code is not kept for the report: {exc.message}"))
         return None
     images = (a, b)
+    wanted: dict[str | None, list[str]] = {}  # unit -> the names the report can keep
+    for delta in result.changed[:ASM_KEPT]:
+        wanted.setdefault(delta.unit, []).append(delta.name)
+    texts: dict[tuple[int, str | None], dict[str, str]] = {}
 
     def code(side: int, kernel: KernelCode) -> str:
-        return fingerprint.function_asm(client, images[side], kernel.name, kernel.unit)
+        """One probe per unit and side prints all of the unit's wanted kernels at once."""
+        unit = kernel.unit
+        if (side, unit) not in texts:
+            names = wanted.get(unit) or [kernel.name]
+            texts[side, unit] = fingerprint.functions_asm(client, images[side], names, unit)
+        if kernel.name not in texts[side, unit]:
+            raise UserError(f"{kernel.name} is not exactly once in {unit} of {images[side].tag}")
+        return texts[side, unit][kernel.name]
 
     record = collect_asm_diffs(result, sides[0], sides[1], code, groups, emit=emit)
     save_asm_diffs(settings.results_dir, record)
