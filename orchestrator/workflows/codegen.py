@@ -141,7 +141,7 @@ def runs_codegen(baseline: Path, candidate: Path) -> CodegenDiff | None:
 
 #: What `bench` keeps for the report: the most important changed kernels' code diffs,
 #: each cut at this many characters, within this many seconds of probing.
-ASM_KEPT, ASM_MAX_CHARS, ASM_SECONDS = 40, 60_000, 120.0
+ASM_KEPT, ASM_MAX_CHARS, ASM_SECONDS = 40, 60_000, 60.0
 
 
 def collect_asm_diffs(
