@@ -11,12 +11,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from orchestrator.cli import images, results, runs, settings, workflows
 from orchestrator.cli.common import Handler
 from orchestrator.cli.console import Console
 from orchestrator.core import interrupts
-from orchestrator.core.errors import UserError
+from orchestrator.core.errors import UserError, is_no_space, no_space
 from orchestrator.core.settings import load_settings
 
 
@@ -69,7 +70,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return exc.exit_code
+    except OSError as exc:  # a full disk where no code above expected one
+        if not is_no_space(exc):
+            raise
+        print(f"error: {_no_space_said(exc)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt as exc:  # SIGINT, SIGTERM, SIGHUP: cleanup has run
         stop = interrupts.of(exc)
         print(f"{stop.reason}; stopped cleanly", file=sys.stderr)
         return stop.exit_code
+
+
+def _no_space_said(exc: OSError) -> str:
+    """A full disk's paragraph when only the system's error is known (a file, or not)."""
+    if exc.filename:
+        return no_space(Path(exc.filename), "a file").message
+    return (
+        "No space left on device: a file could not be written, and the system did not say "
+        "which. Free space on the filesystems of the results folder (ORCH_RESULTS_DIR), the "
+        "inputs cache (ORCH_CACHE_DIR) and TMPDIR (`df -h` shows them), then run the command "
+        "again."
+    )

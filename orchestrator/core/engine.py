@@ -27,7 +27,7 @@ import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal, TypeAlias
@@ -38,7 +38,7 @@ import docker.errors
 import requests.exceptions
 from docker.models.containers import RUN_HOST_CONFIG_KWARGS
 
-from orchestrator.core.errors import UsageError, UserError
+from orchestrator.core.errors import NoSpace, UsageError, UserError, space_for
 from orchestrator.core.events import (
     BuildEnded,
     BuildOutput,
@@ -49,6 +49,7 @@ from orchestrator.core.events import (
     Output,
     ignore,
 )
+from orchestrator.core.files import write_atomic
 
 #: The client every engine function takes; nothing outside this module looks inside it.
 Client: TypeAlias = docker.DockerClient
@@ -259,6 +260,10 @@ class _Failure:
         elif not self.why and _EXPLAINS.search(text):
             self.why, self.why_at = [text], self.lines
 
+    def ran_out_of_space(self) -> bool:
+        """The build's last lines say a disk or a quota was full."""
+        return any(_NO_SPACE.search(text) for text in list(self.tail)[-_TAIL_LINES:])
+
     def shown(self) -> list[str]:
         """At most about 30 lines: the first error's and the last ones, once each."""
         last = list(self.tail)[-_TAIL_LINES:]
@@ -343,15 +348,12 @@ def build(
     builder = _build_cli if buildkit and kind(client).name == "docker" else _build_api
     failure = _Failure()
     with contextlib.ExitStack() as stack:
-        sink: IO[str] | None = None
-        if log is not None:
-            log.parent.mkdir(parents=True, exist_ok=True)
-            sink = stack.enter_context(log.open("w", encoding="utf-8", buffering=1))
+        sink = stack.enter_context(_log_sink(log, what)) if log is not None else None
         emit(BuildStarted(f"building {what}", what=what, log=log))
 
         def line(text: str) -> None:
             if sink is not None:
-                sink.write(text + "\n")
+                sink(text)
             if _STEP.match(text) and "CACHED" not in text and "DONE" not in text:
                 failure.step = text
                 emit(BuildStep(text))
@@ -364,14 +366,65 @@ def build(
                 client, dockerfile, labels=dict(labels or {}), files=files or {},
                 target=target, nocache=nocache, build_args=dict(build_args or {}), line=line,
             )  # fmt: skip
-        except _BuildError as exc:
+        except (_BuildError, NoSpace) as exc:
             seconds = time.monotonic() - started
             emit(BuildEnded(f"{what} failed", what=what, log=log, ok=False, seconds=seconds))
+            if isinstance(exc, NoSpace):
+                raise exc.adding("Nothing was tagged.") from None
+            if _NO_SPACE.search(str(exc)) or failure.ran_out_of_space():
+                raise _engine_full(client, what, failure, str(exc)) from None
             raise BuildFailed(_failure_message(what, failure, str(exc), log)) from None
     seconds = time.monotonic() - started
     text = f"built {what} as {image_id[:19]} in {seconds:.1f} s"
     emit(BuildEnded(text, what=what, log=log, seconds=seconds))
     return image_id
+
+
+@contextlib.contextmanager
+def _log_sink(log: Path, what: str) -> Iterator[Callable[[str], None]]:
+    """Write lines to a build's log as they come; a disk that fills up raises `NoSpace`
+    and takes the log it cut short away."""
+    about = f"the build log of {what}"
+    with space_for(log, about):
+        log.parent.mkdir(parents=True, exist_ok=True)
+        sink = log.open("w", encoding="utf-8", buffering=1)
+
+    def write(text: str) -> None:
+        with space_for(log, about):
+            sink.write(text + "\n")
+
+    try:
+        yield write
+    except NoSpace as exc:
+        with contextlib.suppress(OSError):
+            sink.close()  # its last line may still be in the buffer, and not fit either
+        if exc.path == log:
+            log.unlink(missing_ok=True)
+        raise
+    with space_for(log, about):
+        sink.close()
+
+
+#: How an engine, a tool in a build or the kernel says a disk (or a quota) is full.
+_NO_SPACE = re.compile(r"no space left on device|disk quota exceeded", re.IGNORECASE)
+
+
+def _engine_full(client: Client, what: str, failure: _Failure, error: str) -> NoSpace:
+    """A build that failed for want of disk space, in one paragraph: the engine's disk."""
+    said = next((t for t in [error, *reversed(failure.tail)] if _NO_SPACE.search(t)), error)
+    try:
+        root = str(client.info().get("DockerRootDir") or "")
+    except (docker.errors.APIError, requests.exceptions.RequestException):
+        root = ""
+    where = f"its data root {root}" if root else "its data root"
+    return NoSpace(
+        f"No space left on device: the engine ran out of disk space building {what} "
+        f"({said.strip()[:200]}){f' at {failure.step}' if failure.step else ''}. Free space on "
+        f"{where}: `docker system df` shows what uses it, `gmxbench prune` untags old LLVM "
+        "toolchains, `docker builder prune` empties the build cache; then build again. "
+        "Nothing was tagged.",
+        root or "the engine's data root",
+    )
 
 
 class _BuildError(Exception):
@@ -413,16 +466,23 @@ def build_in_container(
     """
     started = time.monotonic()
     failure = _Failure()
-    log.parent.mkdir(parents=True, exist_ok=True)
+    log_full: list[NoSpace] = []  # the log's disk filled up, said by the streaming thread
     container = _create(client, config)
     try:
         if files:
             container.put_archive(put_at, _tar(files))
-        with log.open("w", encoding="utf-8", buffering=1) as sink:
+        with _log_sink(log, what) as sink:
             emit(BuildStarted(f"building {what}", what=what, log=log))
 
             def line(text: str) -> None:
-                sink.write(text + "\n")
+                if log_full:
+                    return
+                try:
+                    sink(text)
+                except NoSpace as exc:
+                    log_full.append(exc)
+                    with contextlib.suppress(docker.errors.APIError):
+                        container.kill()
                 emit(BuildOutput(text))
                 failure.add(text)
 
@@ -431,9 +491,15 @@ def build_in_container(
             streamer.start()
             code = _wait(container, timeout)
             streamer.join(timeout=10)
+            if log_full:
+                seconds = time.monotonic() - started
+                emit(BuildEnded(f"{what} failed", what=what, log=log, ok=False, seconds=seconds))
+                raise log_full[0].adding("Nothing was tagged.")
         seconds = time.monotonic() - started
         if code != 0:
             emit(BuildEnded(f"{what} failed", what=what, log=log, ok=False, seconds=seconds))
+            if failure.ran_out_of_space():
+                raise _engine_full(client, what, failure, f"it exited with {code}")
             error = "it ran out of time" if code is None else f"it exited with {code}"
             raise ContainerBuildFailed(_failure_message(what, failure, error, log), code)
         image_id = "" if changes is None else str(container.commit(changes="\n".join(changes)).id)
@@ -505,12 +571,13 @@ def _build_cli(
     line: Any,
 ) -> str:
     with tempfile.TemporaryDirectory(prefix="gmxbench-ctx-") as ctx:
-        Path(ctx, "Dockerfile").write_text(dockerfile)
-        for name, item in files.items():
-            if isinstance(item, Path):
-                shutil.copyfile(item, Path(ctx, name))
-            else:
-                Path(ctx, name).write_bytes(item)
+        with space_for(Path(ctx), "the build context"):
+            Path(ctx, "Dockerfile").write_text(dockerfile)
+            for name, item in files.items():
+                if isinstance(item, Path):
+                    shutil.copyfile(item, Path(ctx, name))
+                else:
+                    Path(ctx, name).write_bytes(item)
         iidfile = Path(ctx, ".iid")
         cmd = [cli_binary(), "build", "--progress=plain", "--iidfile", str(iidfile)]
         for key, value in labels.items():
@@ -632,8 +699,12 @@ def run(
         code = _wait(container, timeout)
         _save_logs(container, logs)
         return code
+    except NoSpace:
+        raise  # the logs do not fit: trying again would not help
     except BaseException:
-        with contextlib.suppress(docker.errors.APIError, requests.exceptions.RequestException):
+        with contextlib.suppress(
+            docker.errors.APIError, requests.exceptions.RequestException, NoSpace
+        ):
             _save_logs(container, logs)  # Ctrl-C: the logs so far
         raise
     finally:
@@ -740,9 +811,12 @@ def _answers(container: Any) -> bool:
 
 
 def _save_logs(container: Any, logs: tuple[Path, Path]) -> None:
+    """The container's stdout and stderr, each whole or not at all (`NoSpace` when the
+    disk is full: no log is left cut short)."""
     try:
         for path, out in zip(logs, (True, False), strict=True):
-            path.write_bytes(container.logs(stdout=out, stderr=not out))
+            what = f"the container's {'stdout' if out else 'stderr'}"
+            write_atomic(path, container.logs(stdout=out, stderr=not out), what=what)
     except requests.exceptions.RequestException as exc:
         raise _gone(exc) from None
 

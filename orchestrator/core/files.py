@@ -18,32 +18,35 @@ from typing import IO, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from orchestrator.core.errors import UserError
+from orchestrator.core.errors import UserError, space_for
 
 
 @contextlib.contextmanager
-def atomic_writer(path: Path, suffix: str = ".tmp") -> Iterator[IO[bytes]]:
+def atomic_writer(path: Path, suffix: str = ".tmp", what: str = "") -> Iterator[IO[bytes]]:
     """Yield a binary file that replaces `path` when the block ends without an exception.
 
     The temporary file is `.<name>.<random><suffix>` beside `path`, so a crash leaves
-    at most a dot-file that a later sweep can recognise (inputs use `.part`).
+    at most a dot-file that a later sweep can recognise (inputs use `.part`). A disk
+    that fills up (ENOSPC, EDQUOT) removes the temporary file and raises `NoSpace`
+    naming `path` (as `what`, when given): the old file, if any, stays whole.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            yield out
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with space_for(path, what or "a file"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                yield out
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)  # a full disk too: the space goes back
+            raise
 
 
-def write_atomic(path: Path, data: str | bytes) -> Path:
+def write_atomic(path: Path, data: str | bytes, what: str = "") -> Path:
     """Write `data` (text is UTF-8) to `path` atomically; return `path`."""
-    with atomic_writer(path) as out:
+    with atomic_writer(path, what=what) as out:
         out.write(data.encode() if isinstance(data, str) else data)
     return path
 

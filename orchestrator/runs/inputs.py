@@ -33,7 +33,7 @@ from urllib.parse import unquote, urlsplit
 import requests
 import urllib3.exceptions
 
-from orchestrator.core.errors import UserError
+from orchestrator.core.errors import UserError, is_no_space, no_space
 from orchestrator.core.events import Emit, Transfer, ignore
 from orchestrator.core.files import atomic_writer, write_atomic
 from orchestrator.runs.recipe import InputSpec, ResolvedSystem
@@ -130,7 +130,7 @@ def _find_local(spec: InputSpec, inputs_dir: Path) -> Path:
 
 def _store(spec: InputSpec, target: Path, fill: Filler, origin: str) -> None:
     """Run `fill` into a temporary file beside `target`; rename it in if the sha256 matches."""
-    with atomic_writer(target, suffix=".part") as out:
+    with atomic_writer(target, suffix=".part", what=f"the input {spec.filename}") as out:
         digest = fill(out)
         if digest != spec.sha256:
             raise UserError(
@@ -250,8 +250,10 @@ def _unpack(system: ResolvedSystem, archives: list[Path], root: Path) -> Path:
             if not _unpacked(target, stamp):  # not a concurrent unpack of the same inputs
                 raise
             shutil.rmtree(tmp, ignore_errors=True)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        if is_no_space(exc):
+            raise no_space(target, f"the unpacked inputs of {system.name}") from None
         raise
     return target
 

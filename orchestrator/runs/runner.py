@@ -21,7 +21,7 @@ from typing import Any
 
 from orchestrator.core import engine, interrupts
 from orchestrator.core.engine import Client, EngineGone
-from orchestrator.core.errors import UserError
+from orchestrator.core.errors import NoSpace, UserError, filled_up, space_for
 from orchestrator.core.events import Caution, Emit, Event, ignore
 from orchestrator.core.settings import Settings
 from orchestrator.images import kernels
@@ -260,9 +260,11 @@ def _prepare(settings: Settings, plan: Plan, run_dir: Path, emit: Emit) -> None:
         assert inputs is not None
         for rel in plan.system.required_files():
             target = run_dir / store.INPUTS_DIR / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(inputs / rel, target)
-    (run_dir / store.SCRIPT_FILE).write_text(plan.script)
+            with space_for(target, "an input file of the run"):
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(inputs / rel, target)
+    with space_for(run_dir / store.SCRIPT_FILE, "the run's script"):
+        (run_dir / store.SCRIPT_FILE).write_text(plan.script)
 
 
 def execute(client: Client, settings: Settings, plan: Plan, emit: Emit = ignore) -> RunResult:
@@ -282,12 +284,15 @@ def execute(client: Client, settings: Settings, plan: Plan, emit: Emit = ignore)
         _prepare(settings, plan, run_dir, emit)
         result = _new_record(plan, run_dir.name, collect_host(plan.platform))
         codegen = codegen_path(settings.results_dir, gromacs_ref(plan.build_name))
-        if codegen.exists():  # the image's codegen fingerprint, as provenance
-            shutil.copyfile(codegen, run_dir / store.CODEGEN_FILE)
-        (run_dir / store.HEARTBEAT_FILE).touch()
+        with space_for(run_dir, "the run's provenance and heartbeat files"):
+            if codegen.exists():  # the image's codegen fingerprint, as provenance
+                shutil.copyfile(codegen, run_dir / store.CODEGEN_FILE)
+            (run_dir / store.HEARTBEAT_FILE).touch()
         runs.save(run_dir, result)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(run_dir, ignore_errors=True)  # nothing half-made is left
+        if isinstance(exc, NoSpace):
+            raise exc.adding("No container was started and nothing was recorded.") from None
         raise
     for warning in result.host.warnings:
         emit(Caution(warning))
@@ -309,35 +314,54 @@ def execute(client: Client, settings: Settings, plan: Plan, emit: Emit = ignore)
         failure = None if code == 0 else f"{program} exited with code {code}"
         if code is None:
             failure = f"timed out after {plan.request.timeout:.0f} s: container killed"
-    except (KeyboardInterrupt, EngineGone) as exc:
-        stopped = exc
-        code, failure = (
-            None,
-            (
-                f"{interrupts.of(exc).reason}: container stopped"
-                if isinstance(exc, KeyboardInterrupt)
-                else exc.message
-            ),
-        )
+    except (KeyboardInterrupt, EngineGone, NoSpace) as exc:
+        stopped, code, failure = exc, None, _why_stopped(exc)
     with interrupts.deferred():  # a second signal waits until the record is written
         result.duration_seconds = round(time.monotonic() - started, 3)
         result.return_code, result.failure = code, failure
         result.noise = noise.result()
-        if isinstance(plan.system, ResolvedKernel):
-            kernel_runs.fill(result, plan.system, run_dir)
-        elif (md := _fill_from_log(result, run_dir)) is not None and result.finished:
-            _write_breakdown(result, plan, run_dir, md)
-            result.profile = plan.platform.profile_outcome(run_dir, plan.request.profile)
-            if result.profile is not None:
-                RunStore.save_profile(run_dir, result.profile)
-        runs.save(run_dir, result)
-    if plan.request.record:
+        try:
+            _fill(result, plan, run_dir)
+        except NoSpace as exc:  # a breakdown or a profile that did not fit
+            result.finished, result.failure, stopped = False, exc.failure, stopped or exc
+            result.ns_per_day = result.hour_per_ns = result.mdrun_wall_seconds = None
+        if stopped is None and not result.finished:  # its files filled the disk up?
+            stopped = filled_up(run_dir, "what the run's container wrote")
+            if stopped is not None:
+                after = f" (after: {result.failure})" if result.failure else ""
+                result.failure = stopped.failure + after
+        try:
+            recorded = RunStore.save_last(run_dir, result)
+        except NoSpace as exc:  # it says what became of the record
+            stopped = stopped.adding(exc.added) if isinstance(stopped, NoSpace) else exc
+        else:
+            if isinstance(stopped, NoSpace):
+                stopped = stopped.adding(f"The run is recorded as failed in {recorded}.")
+    if plan.request.record and run_dir.is_dir():
         database.record_quietly(settings, run_dir, result, emit)
     tail = "" if result.finished else store.log_tail(run_dir)
     emit(RunEnded(f"{result.run_id} ended", result, tail))
     if stopped is not None:
         raise stopped
     return result
+
+
+def _why_stopped(exc: KeyboardInterrupt | EngineGone | NoSpace) -> str:
+    """A run's failure when something other than its program ended it."""
+    if isinstance(exc, KeyboardInterrupt):
+        return f"{interrupts.of(exc).reason}: container stopped"
+    return exc.failure if isinstance(exc, NoSpace) else exc.message
+
+
+def _fill(result: RunResult, plan: Plan, run_dir: Path) -> None:
+    """The numbers from what the run left, with a finished run's breakdown and profile."""
+    if isinstance(plan.system, ResolvedKernel):
+        kernel_runs.fill(result, plan.system, run_dir)
+    elif (md := _fill_from_log(result, run_dir)) is not None and result.finished:
+        _write_breakdown(result, plan, run_dir, md)
+        result.profile = plan.platform.profile_outcome(run_dir, plan.request.profile)
+        if result.profile is not None:
+            RunStore.save_profile(run_dir, result.profile)
 
 
 def _new_record(plan: Plan, run: str, host: HostInfo) -> RunResult:

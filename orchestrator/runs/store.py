@@ -20,13 +20,14 @@ Everything else (runner, bench, compare, the `parse` command) asks this module.
 from __future__ import annotations
 
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from orchestrator.core.errors import UsageError, UserError
+from orchestrator.core.errors import NoSpace, UsageError, UserError, space_for
 from orchestrator.core.events import Caution, Emit, ignore
 from orchestrator.core.files import DamagedRecord, read_model, write_atomic
 from orchestrator.parsers import detect
@@ -239,12 +240,43 @@ class RunStore:
                 f"Run directory {run_dir} already exists; runs are never overwritten. "
                 f"Pick another tag (the third argument) or move the old run away."
             )
-        run_dir.mkdir(parents=True)
+        with space_for(run_dir, "the run's directory"):
+            run_dir.mkdir(parents=True)
         return run_dir
 
     @staticmethod
     def save(run_dir: Path, result: RunResult) -> Path:
-        return write_atomic(run_dir / RESULT_FILE, result.model_dump_json(indent=2) + "\n")
+        text = result.model_dump_json(indent=2) + "\n"
+        return write_atomic(run_dir / RESULT_FILE, text, what="the run's record")
+
+    @staticmethod
+    def save_last(run_dir: Path, result: RunResult) -> Path:
+        """The run's last record; on a disk too full for it, `NoSpace` once the directory
+        holds a record that says so, or none.
+
+        The start record must not outlive a run as `finished: false, failure: null`: the
+        run becomes failed with `no space left on device: <path>`, written in the room its
+        start record leaves, and if even that does not fit, the run directory goes.
+        """
+        try:
+            return RunStore.save(run_dir, result)
+        except NoSpace as exc:
+            full = exc
+        first = result.failure
+        if not (first or "").startswith(full.failure.split(":")[0]):
+            result.failure = full.failure + (f" (after: {first})" if first else "")
+        result.finished, result.metrics = False, None
+        result.ns_per_day = result.hour_per_ns = result.mdrun_wall_seconds = None
+        (run_dir / RESULT_FILE).unlink(missing_ok=True)
+        try:
+            path = RunStore.save(run_dir, result)
+        except NoSpace:
+            shutil.rmtree(run_dir, ignore_errors=True)
+            raise full.adding(
+                f"Not even a record saying so fit, so the run directory {run_dir} was removed: "
+                "no record claims the run."
+            ) from None
+        raise full.adding(f"The run is recorded as failed in {path}.") from None
 
     @staticmethod
     def load(run_dir: Path) -> RunResult:
@@ -450,6 +482,7 @@ def inspect(path: Path) -> dict[str, Any]:
         f"{path} holds neither a run (topol.log or md.log) nor rocprof kernel CSVs "
         "(*kernel_trace.csv, *kernel_stats.csv, results.stats.csv). Pass one of those."
     )
+
 
 class KernelAsm(BaseModel):
     """One changed kernel's unified code diff (baseline → candidate), as `bench` kept it."""
