@@ -239,3 +239,85 @@ def _compile_cache_entries(engine: Any, image: Any, settings: Any) -> int:
 
     mount = load_lockfile(lockfile_path(settings.results_dir, image.tag)).context["compile_cache"]
     return len(_cache_files(engine, image.tag, mount))
+
+
+#: A stand-in build stage that installs three files; `{stamp}` makes the third one
+#: unreproducible (a new random value each time the stage runs), or fixes it.
+THREE_FILES = """FROM {parent}
+ARG GMXBENCH_NO_COMPILE_CACHE=
+RUN mkdir -p /opt/gromacs/{build}/bin /opt/gromacs/{build}/share/gromacs \\
+ && printf '#!/bin/sh\\necho "GROMACS version:    stand-in"\\n' > /opt/gromacs/{build}/bin/gmx \\
+ && chmod 755 /opt/gromacs/{build}/bin/gmx \\
+ && echo top-level-data > /opt/gromacs/{build}/share/gromacs/top.dat \\
+ && {stamp} > /opt/gromacs/{build}/share/gromacs/buildstamp
+ENV PATH=/opt/gromacs/{build}/bin:$PATH
+"""
+RANDOM_STAMP = "head -c 16 /dev/urandom | od -An -tx1"
+FIXED_STAMP = "echo 2024-01-01"
+
+
+def _stand_in_rebuild(engine: Any, parent: str, tmp_path: Path, stamp: str) -> Any:
+    """Build the stand-in, tag it as a GROMACS build with its lockfile, rebuild it; the report,
+    and the sha256 of each installed file in the original and the rebuild, read by
+    `sha256sum` in each image (not by `rebuild`'s own listing)."""
+    from orchestrator.core import engine as engine_mod
+
+    build = f"dev-standin-{uuid.uuid4().hex[:8]}"
+    tag, prefix = f"gromacs:{build}", f"/opt/gromacs/{build}"
+    dockerfile = THREE_FILES.format(parent=parent, build=build, stamp=stamp)
+    original = engine_mod.build(engine, dockerfile, what=tag, buildkit=True)
+    engine_mod.tag(engine, original, tag)
+    lock = _lock(
+        record=ImageRecord(tag=tag, id=original, build=build),
+        context={"prefix": prefix, "source": {"scheme": "deb-src", "url": "d", "ref": "x"}},
+        dockerfile=dockerfile,
+        parents={parent: engine.images.get(parent).id},
+        gmx_version_info={"GROMACS version": "stand-in"},
+    )
+    settings = load_settings(platform="cpu", results_dir=tmp_path)
+    save_lockfile(tmp_path, lock)
+    report = None
+    try:
+        report = rebuild(engine, settings, str(lockfile_path(tmp_path, tag)))
+        digests = [_sha256sums(engine, image, prefix) for image in (original, report.rebuilt_id)]
+    finally:
+        for image_id in (original, report.rebuilt_id if report else None):
+            if image_id:
+                with contextlib.suppress(docker.errors.ImageNotFound):
+                    engine.images.remove(image_id, force=True)
+    return report, digests
+
+
+def _sha256sums(engine: Any, image: str, prefix: str) -> dict[str, str]:
+    from orchestrator.core import engine as engine_mod
+
+    script = f"cd {prefix} && for f in bin/gmx share/gromacs/*; do sha256sum $f; done"
+    code, out = engine_mod.run_capture(engine, image, ["sh", "-c", script])
+    assert code == 0, out
+    return {name: digest for digest, name in (line.split() for line in out.splitlines())}
+
+
+def test_rebuild_names_exactly_the_file_that_differs(engine: Any, tmp_path: Path) -> None:
+    """A real rebuild whose one unreproducible file (a random build stamp) differs is
+    NOT identical, and names exactly that file with both digests; the same stage with a
+    fixed stamp rebuilds identical, all three files compared."""
+    from orchestrator.images.toolchain_package import ensure_toolchain_package
+
+    parent = ensure_toolchain_package(engine, load_settings(platform="cpu"), "clang-16")  # cached
+    report, (before, after) = _stand_in_rebuild(engine, parent, tmp_path, RANDOM_STAMP)
+    stamp = "share/gromacs/buildstamp"
+    assert before[stamp] != after[stamp]
+    assert {k: v for k, v in before.items() if k != stamp} == {
+        k: v for k, v in after.items() if k != stamp
+    }
+    assert report.identical is False and report.files_compared == 3
+    assert report.differing == [FileDiff(path=stamp, original=before[stamp], rebuilt=after[stamp])]
+    text = summary(report)
+    assert text.startswith("NOT identical: 1 of 3 files") and stamp in text
+    saved = RebuildReport.model_validate_json(report_path(tmp_path, report.tag).read_text())
+    assert saved == report
+
+    same, (before, after) = _stand_in_rebuild(engine, parent, tmp_path, FIXED_STAMP)
+    assert before == after and len(before) == 3
+    assert same.identical is True and same.differing == [] and same.files_compared == 3
+    assert summary(same).startswith("identical: all 3 files")
