@@ -169,6 +169,16 @@ path = "x.tpr"
         (GOOD.replace('"x.tpr"', '"@foo@"') % ("a" * 64), "unknown placeholders: foo"),
         (GOOD.replace('name = "x"', 'name = "y"') % ("a" * 64), "the file must be y.toml"),
         (GOOD.replace("default_steps = 1", "default_steps = 0") % ("a" * 64), "default_steps"),
+        (
+            GOOD.replace("default_steps = 1", 'default_steps = 1\nconstraints = ["shake"]')
+            % ("a" * 64),
+            "constraints.0",
+        ),
+        (
+            GOOD.replace("default_steps = 1", 'default_steps = 1\nexercise = {lincs = "-update"}')
+            % ("a" * 64),
+            "exercise.lincs",
+        ),
     ],
 )
 def test_invalid_recipe_files(tmp_path: Path, text: str, needle: str) -> None:
@@ -238,3 +248,15 @@ def test_recipe_folders_expand_the_home(monkeypatch: pytest.MonkeyPatch) -> None
 def test_missing_recipe_folder_is_named(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"Recipe folder .*/nope \(ORCH_RECIPES_DIRS\)"):
         list_recipes([tmp_path / "nope"])
+
+
+def test_shipped_recipes_say_which_constraints_run_and_how_to_run_them_on_a_gpu() -> None:
+    """Issue 28: water is SETTLE's, water_lincs LINCS's (run on a GPU with -update gpu);
+    the MPI-NAT systems have both, but GPU update refuses their constraints."""
+    water, lincs, mem = load_recipe("water"), load_recipe("water_lincs"), load_recipe("benchMEM")
+    assert water.constraints == ["settle"] and water.exercise["settle"] == ["-update", "gpu"]
+    assert lincs.name == "water_lincs:3k" and lincs.atoms == 3000 and lincs.variant is None
+    assert lincs.constraints == ["lincs"] and lincs.exercise["lincs"] == ["-update", "gpu"]
+    assert "define         = -DFLEXIBLE" in lincs.setup_script()
+    assert "constraint-algorithm = lincs" in lincs.setup_script()
+    assert mem.constraints == ["settle", "lincs"] and not mem.gpu_update and not mem.exercise
