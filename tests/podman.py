@@ -10,7 +10,10 @@ blob cache, and `/run/containers/networks`, netavark's state). Its overlay mount
 in that namespace, so they go with the service; `delete` removes the folder.
 
 It runs as root without systemd: cgroupfs, events in a file, the OCI runtime `runtime()`
-picks, and container limits no higher than the service's own (`_ulimits`).
+picks, and container limits no higher than the service's own (`_ulimits`). Asked for crun
+on hybrid cgroups, its namespace hides the v2 tree (`/sys/fs/cgroup/unified`) under a
+tmpfs, so crun sees the v1 hierarchies runc uses. Given `groups`, it runs with exactly
+those supplementary groups, as a user in them would (what `keep-groups` passes on).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +38,8 @@ DRIVERS = ("overlay", "vfs")
 PODMAN_NPROC = 32768
 #: Where rootful Podman writes whatever --root, --runroot and containers.conf say.
 FIXED_PATHS = (Path("/var/lib/containers"), Path("/run/containers"))
+#: The cgroup v2 tree beside the v1 hierarchies on a host with hybrid cgroups.
+CGROUP2 = Path("/sys/fs/cgroup/unified")
 #: Host folders made only to mount over (they did not exist), and the services alive.
 _MADE: set[Path] = set()
 _ALIVE: list[PodmanService] = []
@@ -51,13 +56,16 @@ def missing(message: str) -> None:
     pytest.skip(message)
 
 
-def runtime() -> str:
-    """crun, Podman's default, unless cgroups are hybrid (v1 controllers plus a v2 tree at
-    /sys/fs/cgroup/unified), which crun 1.8 refuses ("cgroups in hybrid mode not
-    supported") and runc, the runtime Docker uses, handles."""
+def hybrid_cgroups() -> bool:
+    """v1 controllers plus a v2 tree at /sys/fs/cgroup/unified."""
     cgroups = Path("/sys/fs/cgroup")
-    hybrid = (cgroups / "unified").is_dir() and not (cgroups / "cgroup.controllers").exists()
-    return "runc" if hybrid and shutil.which("runc") else "crun"
+    return (cgroups / "unified").is_dir() and not (cgroups / "cgroup.controllers").exists()
+
+
+def runtime() -> str:
+    """crun, Podman's default, unless cgroups are hybrid, which crun 1.8 refuses ("cgroups
+    in hybrid mode not supported") and runc, the runtime Docker uses, handles."""
+    return "runc" if hybrid_cgroups() and shutil.which("runc") else "crun"
 
 
 def _ulimits() -> str:
@@ -78,11 +86,18 @@ class PodmanService:
 
     `address` is what DOCKER_HOST takes (`unix://…`); `podman(*args)` runs the Podman CLI
     on the same store, in the service's mount namespace, for what a test checks behind
-    the API. `containers_conf` adds lines under `[containers]` of its containers.conf.
+    the API. `containers_conf` adds lines under `[containers]` of its containers.conf;
+    `oci_runtime` overrides `runtime()`; `groups` are the service's supplementary groups.
     """
 
-    def __init__(self, podman: str, driver: str = "overlay", containers_conf: str = "") -> None:
-        self.binary, self.driver = podman, driver
+    def __init__(
+        self, podman: str, driver: str = "overlay", containers_conf: str = "",
+        oci_runtime: str | None = None, groups: Sequence[int] = (),
+    ) -> None:  # fmt: skip
+        self.binary, self.driver, self.groups = podman, driver, tuple(groups)
+        self.runtime = oci_runtime or runtime()
+        #: crun on hybrid cgroups: the v2 tree hidden in the service's mount namespace
+        self.hide_cgroup2 = self.runtime == "crun" and hybrid_cgroups()
         # short path: the socket's path must fit in 108 bytes
         self.root = Path(tempfile.mkdtemp(prefix="gmxp-", dir="/tmp"))
         self.root.chmod(0o755)  # the runtime looks up paths below it as the container user
@@ -107,7 +122,7 @@ class PodmanService:
             f'events_logfile_path = "{self.root / "tmp" / "events.log"}"\n'
             f'tmp_dir = "{self.root / "tmp"}"\n'
             f'volume_path = "{self.root / "volumes"}"\n'
-            f'runtime = "{runtime()}"\n'
+            f'runtime = "{self.runtime}"\n'
             "[network]\n"
             f'network_config_dir = "{self.root / "networks"}"\n'
         )
@@ -126,7 +141,7 @@ class PodmanService:
             f"--network-config-dir={self.root / 'networks'}",
             "--cgroup-manager=cgroupfs",
             "--events-backend=file",
-            f"--runtime={runtime()}",
+            f"--runtime={self.runtime}",
         ]
         self.client: Any = None
         self.proc: subprocess.Popen[bytes] | None = None
@@ -142,6 +157,8 @@ class PodmanService:
         if self.proc is not None and self.proc.poll() is None:
             return ["nsenter", f"--mount=/proc/{self.proc.pid}/ns/mnt", "--", *args]
         script = 'mount --bind "$1" "$3" && mount --bind "$2" "$4" && shift 4 && exec "$@"'
+        if self.hide_cgroup2:  # crun writes its (empty) v2 cgroups into this tmpfs
+            script = f"mount -t tmpfs -o size=1m gmxbench-no-cgroup2 {CGROUP2} && {script}"
         private = [str(self.root / "var-lib"), str(self.root / "run-containers")]
         return ["unshare", "--mount", "--propagation=private", "sh", "-c", script, "sh",
                 *private, *map(str, FIXED_PATHS), *args]  # fmt: skip
@@ -158,6 +175,8 @@ class PodmanService:
         import docker.errors
 
         command = [self.binary, *self.global_args, "system", "service", "--time=0", self.address]
+        if self.groups:  # its containers' processes (conmon, the runtime) inherit them
+            command = ["setpriv", f"--groups={','.join(map(str, self.groups))}", "--", *command]
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(
                 self._isolated(command), env=self.env, stdout=log, stderr=subprocess.STDOUT,
@@ -226,13 +245,16 @@ def storage_driver(podman: str) -> str:
 
 
 @contextlib.contextmanager
-def podman_service(containers_conf: str = "") -> Iterator[PodmanService]:
+def podman_service(
+    containers_conf: str = "", oci_runtime: str | None = None, groups: Sequence[int] = ()
+) -> Iterator[PodmanService]:
     """A started `PodmanService`, deleted afterwards; skips (fails under CI) without Podman."""
     binary = podman_binary()
     if binary is None or os.geteuid() != 0:
         missing("Podman is not installed (apt-get install podman crun uidmap), or not root")
     assert binary is not None
-    service = PodmanService(binary, storage_driver(binary), containers_conf)
+    driver = storage_driver(binary)
+    service = PodmanService(binary, driver, containers_conf, oci_runtime, groups)
     try:
         service.start()
         yield service

@@ -8,6 +8,8 @@ the orchestrator builds a kernel image there and runs a benchmark in it.
 
 from __future__ import annotations
 
+import contextlib
+import grp
 import io
 import tarfile
 import time
@@ -16,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from podman import PodmanService, podman_service, runtime
+from podman import PodmanService, podman_service
 
 from orchestrator.core import engine as engine_mod
 from orchestrator.core.errors import UsageError, UserError
@@ -205,21 +207,46 @@ def test_keep_groups_is_podmans_and_must_arrive(
     assert podman.containers() == []
 
 
-def test_keep_groups_set_in_containers_conf(base_archive: Path, tmp_path: Path) -> None:
+def _gpu_groups() -> list[int]:
+    """The host's ids of the groups that own AMD GPU nodes (Debian: video 44, render)."""
+    gids = []
+    for name in ("video", "render"):
+        with contextlib.suppress(KeyError):
+            gids.append(grp.getgrnam(name).gr_gid)
+    assert gids, "this host has neither a video nor a render group"
+    return gids
+
+
+def test_keep_groups_set_in_containers_conf_brings_the_users_groups(
+    base_archive: Path, tmp_path: Path
+) -> None:
+    """The service runs with the host's video and render groups, as a user in them would;
+    with `keep-groups` the container's process holds exactly those groups under crun. runc
+    would drop them: a service whose runtime is runc is refused (Podman 4.3's Docker API
+    ignores a container's own `runtime`)."""
+    gids = _gpu_groups()
     conf = f'annotations = ["{engine_mod.KEEP_GROUPS_ANNOTATION}=1"]'
-    with podman_service(containers_conf=conf) as service:
-        with base_archive.open("rb") as archive:
-            (image_id,) = engine_mod.load(service.client, archive, "base")
-        config = {"image": image_id, "command": ["id", "-G"], "group_add": ["keep-groups"]}
-        logs = (tmp_path / "stdout", tmp_path / "stderr")
-        if runtime() != "crun":  # runc ignores the annotation: the groups would be dropped
-            with pytest.raises(UserError, match="needs the crun runtime"):
-                engine_mod.run(service.client, config, name="gmxbench-kg", timeout=30, logs=logs)
-        else:
-            code = engine_mod.run(service.client, config, name="gmxbench-kg", timeout=30,
-                                  logs=logs)  # fmt: skip
-            assert code == 0, logs[1].read_text()
-        assert service.containers() == []
+    script = "grep ^Groups: /proc/self/status; id -G"
+    logs = (tmp_path / "stdout", tmp_path / "stderr")
+    for oci_runtime in ("crun", "runc"):
+        with podman_service(conf, oci_runtime, gids) as service:
+            with base_archive.open("rb") as archive:
+                (image_id,) = engine_mod.load(service.client, archive, "base")
+            config = {"image": image_id, "command": ["sh", "-c", script],
+                      "group_add": ["keep-groups"]}  # fmt: skip
+            if oci_runtime == "runc":
+                with pytest.raises(UserError, match="needs the crun runtime"):
+                    engine_mod.run(service.client, config, name="gmxbench-kg", timeout=30,
+                                   logs=logs)  # fmt: skip
+            else:
+                code = engine_mod.run(service.client, config, name="gmxbench-kg", timeout=30,
+                                      logs=logs)  # fmt: skip
+                assert code == 0, logs[1].read_text()
+                status, ids = logs[0].read_text().splitlines()
+                assert status.split()[0] == "Groups:"
+                assert sorted(map(int, status.split()[1:])) == sorted(gids)
+                assert ids.split() == ["0", *map(str, sorted(gids))]  # root, the user's groups
+            assert service.containers() == []
 
 
 def test_rocm_plan_on_rootless_podman_keeps_groups(tmp_path: Path) -> None:
