@@ -5,6 +5,7 @@ ends a scheduler adds: a cancelled job, a lost node, an orchestrator started aga
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -184,31 +185,67 @@ def test_lost_node_fails_the_run_and_its_container_goes_when_the_node_returns(
     cluster.wait_idle()
 
 
-def test_a_restarted_orchestrator_follows_its_jobs_instead_of_submitting_again(
-    settings: Any, cluster: slurm.Cluster, stable_image: Any
+def _read_until(proc: subprocess.Popen[str], *texts: str) -> list[str]:
+    """Lines of `proc` up to and including the first holding one of `texts` (all at EOF)."""
+    assert proc.stdout is not None
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if any(text in line for text in texts):
+            break
+    return lines
+
+
+def test_a_restarted_orchestrator_follows_its_running_job_instead_of_submitting_again(
+    settings: Any, cluster: slurm.Cluster, stable_image: Any, tmp_path: Path
 ) -> None:
+    """The job runs, but its `gmxbench run` waits for a gate file (the node's Python is a
+    gate: ORCH_SLURM__PYTHON) until the second orchestrator has said it follows the job, so
+    the follow path runs every time, never "ended before"."""
+    gate, python = tmp_path / "gate", tmp_path / "gated-python"
+    python.write_text(
+        "#!/bin/sh\n# the job waits for the test to open the gate (5 minutes at most)\n"
+        f'for _ in $(seq 1500); do [ -e {gate} ] && exec {sys.executable} "$@"; sleep 0.2; done\n'
+        "echo 'the gate never opened' >&2; exit 1\n"
+    )
+    python.chmod(0o755)
     env = {
         **os.environ, "ORCH_PLATFORM": "cpu", "ORCH_EXECUTOR": "slurm",
         "ORCH_RESULTS_DIR": str(settings.results_dir), "ORCH_SLURM__PARTITION": cluster.partition,
-        "ORCH_SLURM__POLL_SECONDS": "0.3",
+        "ORCH_SLURM__POLL_SECONDS": "0.3", "ORCH_SLURM__PYTHON": str(python),
     }  # fmt: skip
     argv = [sys.executable, "-m", "orchestrator", "run", stable_image.build, "water:3k", "again",
-            "--steps", "4000"]  # fmt: skip
-    first = subprocess.Popen(argv, cwd=REPO, env=env, text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
-    assert first.stdout is not None
-    for line in first.stdout:
-        if "submitted as SLURM job" in line:
-            break
-    first.send_signal(signal.SIGINT)  # the orchestrator stops; the job goes on
-    said = first.communicate(timeout=60)[0]
-    assert first.returncode == 130 and "go on without this process" in said
-    second = subprocess.run(argv, cwd=REPO, env=env, text=True, capture_output=True, timeout=300)
-    assert second.returncode == 0, second.stdout + second.stderr
-    assert "(submitted before): following it" in second.stdout + second.stderr or (
-        "ended before" in second.stdout + second.stderr
-    )
-    names = [r["Name"] for r in cluster.completions()]
-    assert names.count(f"gmxbench:{stable_image.build}__water-3k-pme__again") == 1
+            "--steps", "500"]  # the gate, not the run's length, keeps the job running  # fmt: skip
     run_dir = RunStore(settings.results_dir).path(f"{stable_image.build}__water-3k-pme__again")
+    popen = {"cwd": REPO, "env": env, "text": True, "stdout": subprocess.PIPE,
+             "stderr": subprocess.STDOUT}  # fmt: skip
+    first = subprocess.Popen(argv, **popen)  # type: ignore[call-overload]
+    try:
+        said = "".join(_read_until(first, "running on"))
+        submitted = re.search(r"submitted as SLURM job (\d+)", said)
+        assert submitted and "running on" in said, said
+        job = submitted[1]
+        first.send_signal(signal.SIGINT)  # the orchestrator stops; the job goes on, gated
+        said += first.communicate(timeout=60)[0]
+    finally:
+        first.kill()
+    assert first.returncode == 130 and "go on without this process" in said, said
+    assert not run_dir.exists()  # the run has not begun: nothing to take "as it is"
+
+    second = subprocess.Popen(argv, **popen)  # type: ignore[call-overload]
+    try:
+        lines = _read_until(second, "following it", "submitted as")
+        assert f"SLURM job {job} is running (submitted before): following it" in lines[-1], lines
+        gate.touch()
+        rest = second.communicate(timeout=600)[0]  # a run on a busy host
+    finally:
+        gate.touch()  # a failed assertion must not leave the job waiting
+        second.kill()
+    said = "".join(lines) + rest
+    assert second.returncode == 0, said
+    assert "ended before" not in said and "submitted as" not in said, said
+    done = [r for r in cluster.completions() if r["Name"] == f"gmxbench:{run_dir.name}"]
+    assert [(r["JobId"], r["JobState"]) for r in done] == [(job, "COMPLETED")]
+    record = RunStore(settings.results_dir).scheduler(run_dir)
+    assert record is not None and (record.job_id, record.state) == (job, "COMPLETED")
     assert RunStore.load(run_dir).finished
