@@ -326,7 +326,7 @@ def execute(client: Client, settings: Settings, plan: Plan, emit: Emit = ignore)
             result.finished, result.failure, stopped = False, exc.failure, stopped or exc
             result.ns_per_day = result.hour_per_ns = result.mdrun_wall_seconds = None
         if stopped is None and not result.finished:  # its files filled the disk up?
-            stopped = filled_up(run_dir, "what the run's container wrote")
+            stopped = filled_up(run_dir, "the files the run's container writes")
             if stopped is not None:
                 after = f" (after: {result.failure})" if result.failure else ""
                 result.failure = stopped.failure + after
