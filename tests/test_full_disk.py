@@ -254,3 +254,23 @@ def test_a_build_that_fills_the_engine_disk_is_no_space_not_a_failed_build(
     assert [i for i in client.images.list(all=True) if i.tags] == []
     assert client.containers.list(all=True) == []
     assert log.exists()
+
+
+def test_a_results_database_on_a_full_disk_is_a_caution_with_the_right_fix(
+    tmp_path: Path, tmpfs: Mount
+) -> None:
+    """The run stays recorded in its directory; the SQLite index says why it is not."""
+    from orchestrator.core.events import Caution, Event
+    from orchestrator.core.settings import load_settings
+    from orchestrator.runs.database import record_quietly
+
+    results = tmpfs(tmp_path / "results", "64k")
+    run_dir = RunStore(results).create("b__water-3k-pme__t")
+    RunStore.save(run_dir, record(run_dir, failure="mdrun exited with code 1"))
+    fill(results)
+    said: list[Event] = []
+    record_quietly(load_settings(platform="cpu", results_dir=results), run_dir,
+                   RunStore.load(run_dir), said.append)  # fmt: skip
+    (caution,) = [e for e in said if isinstance(e, Caution)]
+    assert "database or disk is full. Free space on the disk that holds it" in caution.text
+    assert "Check that the server answers" not in caution.text

@@ -290,13 +290,22 @@ class Database:
         try:
             yield
         except OperationalError as exc:
+            why = str(exc.orig).strip() or type(exc.orig).__name__
+            fix = (
+                "Free space on the disk that holds it (SQLite: the results folder's)"
+                if _NO_ROOM.search(why)
+                else "Check that the server answers and the URL is right (ORCH_DATABASE_URL), "
+                "or unset it for the SQLite file in the results folder"
+            )
             raise UserError(
-                f"The results database {shown(self.url)} cannot be used: "
-                f"{str(exc.orig).strip() or type(exc.orig).__name__}. Check that the "
-                "server answers and the URL is right (ORCH_DATABASE_URL), or unset it for the "
-                "SQLite file in the results folder; the run directories are unaffected and "
-                "`gmxbench db import` fills the database from them later."
+                f"The results database {shown(self.url)} cannot be used: {why}. {fix}; the "
+                "run directories are unaffected and `gmxbench db import` fills the database "
+                "from them later."
             ) from None
+
+
+#: SQLite's SQLITE_FULL and PostgreSQL's ENOSPC, as their messages say them.
+_NO_ROOM = re.compile(r"database or disk is full|no space left on device", re.IGNORECASE)
 
 
 def _connect(url: str) -> Engine:
