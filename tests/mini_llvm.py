@@ -51,7 +51,8 @@ _EXTRA_FLAGS_CPP = """\
 //===- ExtraFlags.cpp - What this compiler adds to a compilation -*- C++ -*-===//
 //
 // The stand-in for a backend change (written by tests/mini_llvm.py): host flags go to
-// every host compilation, device flags to the device side of HIP/CUDA compilations.
+// every host compilation, device flags to the device side of HIP/CUDA compilations
+// (only those whose input path contains one of the device units, when any is named).
 //
 //===----------------------------------------------------------------------===//
 
@@ -68,6 +69,11 @@ const std::vector<std::string> &extraHostFlags() {{
 const std::vector<std::string> &extraDeviceFlags() {{
   static const std::vector<std::string> Flags = {{{device}}};
   return Flags;
+}}
+
+const std::vector<std::string> &extraDeviceUnits() {{
+  static const std::vector<std::string> Units = {{{units}}};
+  return Units;
 }}
 
 }} // namespace driver
@@ -93,9 +99,16 @@ def tool_version_line(tool: str, revision: str, repository: str | None = None) -
     return version_line(revision, repository).replace("clang version", f"{tool} version", 1)
 
 
-def extra_flags_source(host_flags: Sequence[str] = (), device_flags: Sequence[str] = ()) -> str:
-    """ExtraFlags.cpp adding these flags (each one command-line argument)."""
-    return _EXTRA_FLAGS_CPP.format(host=_literals(host_flags), device=_literals(device_flags))
+def extra_flags_source(
+    host_flags: Sequence[str] = (), device_flags: Sequence[str] = (),
+    device_units: Sequence[str] = (),
+) -> str:  # fmt: skip
+    """ExtraFlags.cpp adding these flags (each one command-line argument); with
+    `device_units`, device flags only to compilations of inputs whose path contains one."""
+    return _EXTRA_FLAGS_CPP.format(
+        host=_literals(host_flags), device=_literals(device_flags),
+        units=_literals(device_units),
+    )  # fmt: skip
 
 
 def _literals(flags: Sequence[str]) -> str:
@@ -141,17 +154,22 @@ class MiniLlvm:
         return self.git("rev-parse", "HEAD")
 
     def commit(
-        self, message: str, host_flags: Sequence[str] = (), device_flags: Sequence[str] = ()
-    ) -> str:
+        self, message: str, host_flags: Sequence[str] = (), device_flags: Sequence[str] = (),
+        device_units: Sequence[str] = (),
+    ) -> str:  # fmt: skip
         """Rewrite ExtraFlags.cpp with these flags, commit it; the new commit's full hash."""
-        self.edit(host_flags, device_flags)
+        self.edit(host_flags, device_flags, device_units)
         self.git("add", "-A")
         self.git("commit", "--quiet", "--allow-empty", "-m", message)
         return self.head()
 
-    def edit(self, host_flags: Sequence[str] = (), device_flags: Sequence[str] = ()) -> None:
+    def edit(
+        self, host_flags: Sequence[str] = (), device_flags: Sequence[str] = (),
+        device_units: Sequence[str] = (),
+    ) -> None:  # fmt: skip
         """Rewrite ExtraFlags.cpp and leave it uncommitted: a dirty working tree."""
-        (self.path / EXTRA_FLAGS).write_text(extra_flags_source(host_flags, device_flags))
+        source = extra_flags_source(host_flags, device_flags, device_units)
+        (self.path / EXTRA_FLAGS).write_text(source)
 
     def _commit_count(self) -> int:
         if not (self.path / ".git").exists():

@@ -32,7 +32,7 @@ from orchestrator.runs import runner, store
 from orchestrator.runs.database import BenchRecord, record_bench
 from orchestrator.runs.executors import Job, executor_for
 from orchestrator.runs.kernel_recipe import ResolvedKernel
-from orchestrator.runs.recipe import DEFAULT_SYSTEM, load_system
+from orchestrator.runs.recipe import load_system
 from orchestrator.runs.store import RunResult, RunStore
 from orchestrator.workflows.build import toolchain_for
 from orchestrator.workflows.codegen import builds_codegen, keep_asm_diffs
@@ -148,7 +148,7 @@ def bench(
         emit(Step(f"{NOTHING_CHANGED} (--measure-anyway measures all the same)"))
         outcome = BenchOutcome(
             None, 0, 0.0, time.monotonic() - started, codegen, codegen_seconds,
-            NOTHING_CHANGED, req.system or DEFAULT_SYSTEM,
+            NOTHING_CHANGED, _system_name(settings, req),
         )  # fmt: skip
         record_bench(settings, _row(outcome, sides, None), emit)
         return outcome
@@ -168,6 +168,13 @@ def bench(
     )
     record_bench(settings, _row(outcome, sides, groups), emit)
     return outcome
+
+
+def _system_name(settings: Settings, req: BenchRequest) -> str:
+    """The canonical name of the system asked for (`auto` stays `auto`)."""
+    if req.system == AUTO:
+        return AUTO
+    return load_system(req.system, settings.recipes_dirs).name
 
 
 def nothing_changed(codegen: CodegenDiff) -> bool:
@@ -367,6 +374,7 @@ def diff(
         alpha=req.alpha,
         paired=True,
         store=results,
+        codegen=codegen,
     )
     comparison.codegen = codegen
     return comparison

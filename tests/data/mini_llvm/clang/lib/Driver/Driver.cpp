@@ -74,7 +74,20 @@ struct Compilation {
   bool Offload = false;
   bool HostOnly = false;
   bool DeviceOnly = false;
+  std::vector<std::string> Inputs;
 };
+
+// Whether the device flags apply: every offload compilation, or, when ExtraFlags.cpp
+// names units, one whose input path contains one of them (a change to some kernels only).
+bool deviceFlagsApply(const Compilation &C) {
+  if (extraDeviceUnits().empty())
+    return true;
+  for (const std::string &Input : C.Inputs)
+    for (const std::string &Unit : extraDeviceUnits())
+      if (Input.find(Unit) != std::string::npos)
+        return true;
+  return false;
+}
 
 // Options whose value is the next argument, so the value is never taken for an input.
 const std::set<std::string> &separateValueOptions() {
@@ -134,6 +147,7 @@ Compilation classify(int Argc, char **Argv) {
     if (InputLang.empty())
       continue;
     C.Compiles = true;
+    C.Inputs.push_back(A);
     C.Offload = C.Offload || isOffloadLanguage(InputLang);
   }
   return C;
@@ -162,7 +176,7 @@ int run(int argc, char **argv) {
           Args.push_back("-Xarch_host");
           Args.push_back(Flag);
         }
-      if (!C.HostOnly)
+      if (!C.HostOnly && deviceFlagsApply(C))
         for (const std::string &Flag : extraDeviceFlags()) {
           Args.push_back("-Xarch_device");
           Args.push_back(Flag);

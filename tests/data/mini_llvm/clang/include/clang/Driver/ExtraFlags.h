@@ -2,7 +2,9 @@
 //
 // The stand-in for a backend change: flags the driver adds to compilations. Each entry
 // is one argument. Host flags go to host compilations (as -Xarch_host <flag> in a
-// HIP/CUDA compilation), device flags to the device side only (-Xarch_device <flag>).
+// HIP/CUDA compilation), device flags to the device side only (-Xarch_device <flag>),
+// of every HIP/CUDA compilation or, when device units are named, of those whose input
+// path contains one of them.
 //
 //===----------------------------------------------------------------------===//
 #ifndef CLANG_DRIVER_EXTRAFLAGS_H
@@ -15,6 +17,7 @@ namespace clang {
 namespace driver {
 const std::vector<std::string> &extraHostFlags();
 const std::vector<std::string> &extraDeviceFlags();
+const std::vector<std::string> &extraDeviceUnits();
 } // namespace driver
 } // namespace clang
 
