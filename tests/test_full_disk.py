@@ -274,3 +274,18 @@ def test_a_results_database_on_a_full_disk_is_a_caution_with_the_right_fix(
     (caution,) = [e for e in said if isinstance(e, Caution)]
     assert "database or disk is full. Free space on the disk that holds it" in caution.text
     assert "Check that the server answers" not in caution.text
+
+
+@pytest.mark.engine
+def test_share_save_onto_a_full_disk_leaves_no_partial_archive(
+    engine: Any, cpu_settings: Any, stable_image: Any, tmp_path: Path, tmpfs: Mount
+) -> None:
+    """The stable image's archive (about 750 MB) onto an 8 MB filesystem."""
+    from orchestrator.workflows import share
+
+    disk = tmpfs(tmp_path / "usb", "8m")
+    with pytest.raises(NoSpace) as caught:
+        share.save(engine, cpu_settings, stable_image.tag, disk)
+    assert caught.value.message.startswith("No space left on device: the image archive")
+    assert f"mounted at {disk}" in caught.value.message
+    assert list(disk.iterdir()) == []  # no archive, no sidecar, no temporary folder

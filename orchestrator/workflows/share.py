@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from orchestrator.core import engine, interrupts
 from orchestrator.core.engine import Client, Image
-from orchestrator.core.errors import UsageError, UserError
+from orchestrator.core.errors import UsageError, UserError, space_for
 from orchestrator.core.events import Emit, Message, ignore
 from orchestrator.core.files import DamagedRecord, write_atomic
 from orchestrator.core.settings import Settings
@@ -189,7 +189,10 @@ def save(
             f"saving {lock.record.tag} ({image.id[:19]}) and {len(parents)} parent(s) to {dest}"
         )
     )
-    with tempfile.TemporaryDirectory(prefix=".gmxbench-share-", dir=dest.parent) as tmp:
+    with (
+        space_for(dest, "the image archive"),  # after the folder below is gone
+        tempfile.TemporaryDirectory(prefix=".gmxbench-share-", dir=dest.parent) as tmp,
+    ):
         image_tar = Path(tmp, IMAGE_MEMBER)
         lock_json = (lock.model_dump_json(indent=2) + "\n").encode()
         members = {
@@ -259,7 +262,10 @@ def load(client: Client, settings: Settings, path: Path, emit: Emit = ignore) ->
                 f"{path} does not match {sidecar(path)} (sha256 {got[:16]}…, expected "
                 f"{want[:16]}…): the copy is damaged. {NOTHING}; copy both files again."
             )
-    with tempfile.TemporaryDirectory(prefix="gmxbench-share-") as tmp:
+    with (
+        space_for(Path(tempfile.gettempdir()), f"the unpacked {path.name}"),
+        tempfile.TemporaryDirectory(prefix="gmxbench-share-") as tmp,
+    ):
         manifest = _extract(path, Path(tmp))
         lock = parse_lockfile(Path(tmp, LOCK_MEMBER).read_bytes(), f"{LOCK_MEMBER} in {path}")
         _check_image_tar(Path(tmp, IMAGE_MEMBER), manifest, lock, path)
