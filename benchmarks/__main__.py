@@ -6,6 +6,7 @@ from tabulate import tabulate
 
 from benchmarks import (
     bench_builds,
+    bench_changepoints,
     bench_controlled,
     bench_db,
     bench_llvm_commit,
@@ -23,6 +24,12 @@ for title, table in [*bench_stats.main(), *bench_controlled.main()]:
     else:
         print("\n".join(str(line) for line in table))
     print()
+print(
+    f"history's change points over {bench_changepoints.COMMITS}-commit histories (E-divisive, "
+    "α 0.05, threshold 2%; targets: A/A any change point ≤ 5%)"
+)
+print(tabulate(bench_changepoints.main(), headers="keys"))
+print()
 print("Results database (targets: ingest of 10,000 runs ≤ 10 s, history ≤ 0.5 s)")
 print(tabulate(bench_db.main(), headers="keys"))
 print()

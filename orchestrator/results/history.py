@@ -3,10 +3,13 @@
 A *point* is every finished run of one build of the compiler (an LLVM commit, else the
 build's name) on one system; its value is the median of its runs, its spread their range.
 Points are ordered by the commit's date in `ORCH_LLVM_SOURCE` when it is a local checkout
-(the order a bisect sees), else by their first run. A *change point* is a point whose runs
-differ from the previous point's by the same rule as `compare` (exact Mann–Whitney, the
-ratio's interval excluding 1, the marker threshold), corrected for the number of steps
-compared (Benjamini–Hochberg): a trend line says where it moved, not only that it did.
+(the order a bisect sees), else by their first run. *Change points* are found over the
+whole history at once by E-divisive means with a permutation test on every run
+(`results.changepoints`): with no change anywhere, a history of any length shows one
+with probability at most `alpha`, which testing each step against the one before (with
+or without a correction) never promised. A change point is kept when its segment's runs
+differ from the previous segment's by more than the marker threshold, and carries that
+comparison (`compare`'s unpaired rule: the size of the change and its interval).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from sqlalchemy import select
 
 from orchestrator.core.errors import UsageError
 from orchestrator.parsers.categories import CATEGORIES
-from orchestrator.results.compare import adjust_for_many_categories
+from orchestrator.results.changepoints import change_points
 from orchestrator.results.stats import Verdict, compare_samples
 from orchestrator.runs.database import (
     Database,
@@ -71,9 +74,10 @@ class Point(BaseModel):
     low: float
     high: float
     values: list[float]
-    #: The runs of this point against the previous point's (None for the first point).
+    #: The runs of this point against the previous point's (None for the first point); at a
+    #: change point, the runs of its segment against the previous segment's.
     change: Verdict | None = None
-    #: A change point: significant after the correction, beyond the threshold.
+    #: A change point (E-divisive, beyond the threshold).
     flagged: bool = False
 
 
@@ -260,18 +264,24 @@ def _point(key: str, runs: list[Sample], dates: dict[str, str]) -> Point:
 
 
 def _flag(points: list[Point], higher_is_better: bool, threshold_pct: float, alpha: float) -> None:
-    """Each point against the one before, corrected for the number of steps like categories."""
-    changes = {
-        str(i): compare_samples(
-            before.values, after.values, higher_is_better=higher_is_better,
-            threshold_pct=threshold_pct, alpha=alpha,
+    """Each point against the one before (descriptive); then the change points of the whole
+    history, each with the verdict of its segment against the one before it."""
+
+    def verdict(before: list[float], after: list[float]) -> Verdict:
+        return compare_samples(before, after, higher_is_better=higher_is_better,
+                               threshold_pct=threshold_pct, alpha=alpha)  # fmt: skip
+
+    for before, after in pairwise(points):
+        after.change = verdict(before.values, after.values)
+    found = change_points([p.values for p in points], alpha)
+    bounds = [0, *found, len(points)]
+    for k, at in enumerate(found):
+        change = verdict(
+            [v for p in points[bounds[k] : at] for v in p.values],
+            [v for p in points[at : bounds[k + 2]] for v in p.values],
         )
-        for i, (before, after) in enumerate(pairwise(points), start=1)
-    }  # fmt: skip
-    for key, verdict in adjust_for_many_categories(changes, alpha, "steps").items():
-        point = points[int(key)]
-        point.change = verdict
-        point.flagged = verdict.marker != "•"
+        if abs(change.delta_pct) > threshold_pct:
+            points[at].change, points[at].flagged = change, True
 
 
 #: What a step found: git is told good, bad or skip; "undecided" is measured again.
