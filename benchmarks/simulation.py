@@ -4,15 +4,18 @@ The data: per-run times (seconds, lower is better) of a baseline and a candidate
 the order `bench` runs them (ABBA ABBA…, `results.paired.baseline_first`), or blocked
 (all baseline runs, then all candidate runs: a baseline stored earlier). Noise is
 multiplicative (log-normal with the given coefficient of variation); a scenario may add a
-drift (each run slower than the one before by a factor) or slow runs (with some
-probability a run is slower by a factor). With several categories, a run's noise is
-shared between them (correlation `RHO`: a slow run slows everything), and drift and slow
-runs hit the whole run. The candidate's first category is faster by `effect`.
+drift (each run slower than the one before by a factor), slow runs (with some
+probability a run is slower by a factor) or a busy host: bursts of contention (a compile
+beside the run) that slow the runs they hit by a random large factor, 1.2–2.5× per burst
+(±5 % run to run), and flag them as `runs.hostinfo.NoiseSampler` would. With several
+categories, a run's noise is shared between them (correlation `RHO`: a slow run slows
+everything), and drift and slow runs hit the whole run. The candidate's first category
+is faster by `effect`.
 
 Every rule is the tool's own function (`compare_pairs`, `compare_samples`,
-`category_verdicts`, `RepeatPlan`) or a reference rule from `reference_rules`; a trial
-"fires" when the rule's report shows a change (a 🚀/🐢 marker, asv's +/−, LNT's
-IMPROVED/REGRESSED). Deterministic: every cell seeds its own generator.
+`category_verdicts`, `RepeatPlan`, `busy.screen_pairs`) or a reference rule from
+`reference_rules`; a trial "fires" when the rule's report shows a change (a 🚀/🐢
+marker, asv's +/−, LNT's IMPROVED/REGRESSED). Deterministic: every cell seeds its own generator.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from benchmarks import reference_rules
+from orchestrator.results.busy import screen_pairs, too_busy
 from orchestrator.results.compare import category_verdicts
 from orchestrator.results.paired import RepeatPlan, baseline_first, compare_pairs, repeat_plan
 from orchestrator.results.stats import Verdict, compare_samples
@@ -46,6 +50,9 @@ class Scenario:
     slow_p: float = 0.0  # probability that a run is slow …
     slow_factor: float = 1.3  # … by this factor
     blocked: bool = False  # all baseline runs first (a stored baseline), then the candidate
+    busy_p: float = 0.0  # share of runs hit by contention, in bursts …
+    busy_slow: tuple[float, float] = (1.2, 2.5)  # … a burst's runs slower by U(low, high) ±5%
+    burst_stay: float = 0.6  # P(the next run is hit too | this one is): bursts of 2.5 runs
 
 
 CLEAN = Scenario("clean")
@@ -53,34 +60,59 @@ DRIFT = Scenario("drift 0.5%/run", drift=0.005)
 SLOW_RUNS = Scenario("10% slow runs (×1.3)", slow_p=0.10)
 STORED = Scenario("stored baseline, drift 0.5%/run", drift=0.005, blocked=True)
 SCENARIOS = (CLEAN, DRIFT, SLOW_RUNS)
+#: A busy host: contention in 10, 20 and 30 % of runs.
+BUSY = tuple(Scenario(f"busy {p:.0%} of runs", busy_p=p) for p in (0.1, 0.2, 0.3))
 
 
 def simulate(
     rng: random.Random, pairs: int, cv: float, effect: float, scenario: Scenario, k: int = 1
 ) -> tuple[list[list[float]], list[list[float]]]:
     """(baseline, candidate): per side, one list per category of `pairs` run times."""
+    base, cand, _ = simulate_flagged(rng, pairs, cv, effect, scenario, k)
+    return base, cand
+
+
+def simulate_flagged(
+    rng: random.Random, pairs: int, cv: float, effect: float, scenario: Scenario, k: int = 1
+) -> tuple[list[list[float]], list[list[float]], list[bool]]:
+    """`simulate`, and per pair whether a run of it was hit by contention (flagged)."""
     sigma = math.sqrt(math.log1p(cv * cv))
     shared = sigma * math.sqrt(RHO) if k > 1 else sigma
     own = sigma * math.sqrt(1 - RHO) if k > 1 else 0.0
     base: list[list[float]] = [[] for _ in range(k)]
     cand: list[list[float]] = [[] for _ in range(k)]
+    flags: list[bool] = []
+    # Bursts: a two-state chain over runs whose stationary share of busy runs is busy_p.
+    stay = scenario.burst_stay
+    start = scenario.busy_p * (1 - stay) / (1 - scenario.busy_p) if scenario.busy_p else 0.0
+    busy = scenario.busy_p > 0 and rng.random() < scenario.busy_p
+    level = rng.uniform(*scenario.busy_slow) if busy else 1.0  # one compile: one slowdown
     for pair in range(1, pairs + 1):
         if scenario.blocked:
             slots = [(True, pair - 1), (False, pairs + pair - 1)]
         else:
             first = 2 * (pair - 1)
             slots = [(baseline_first(pair), first), (not baseline_first(pair), first + 1)]
+        hit = False
         for is_base, position in slots:
             run = math.exp(rng.gauss(0.0, shared)) * (1 + scenario.drift) ** position
             if scenario.slow_p and rng.random() < scenario.slow_p:
                 run *= scenario.slow_factor
+            if scenario.busy_p:
+                if busy:
+                    run *= level * rng.uniform(0.95, 1.05)
+                    hit = True
+                was, busy = busy, rng.random() < (stay if busy else start)
+                if busy and not was:
+                    level = rng.uniform(*scenario.busy_slow)
             for c in range(k):
                 value = run * (math.exp(rng.gauss(0.0, own)) if own else 1.0)
                 if is_base:
                     base[c].append(value)
                 else:
                     cand[c].append(value * (1 - effect if c == 0 else 1.0))
-    return base, cand
+        flags.append(hit)
+    return base, cand, flags
 
 
 def _outcome(v: Verdict) -> Outcome:
@@ -92,6 +124,16 @@ def bench_rule(base: Sequence[float], cand: Sequence[float]) -> Outcome:
     return _outcome(
         compare_pairs(base, cand, higher_is_better=False, threshold_pct=THRESHOLD, alpha=ALPHA)
     )
+
+
+def busy_rule(base: Sequence[float], cand: Sequence[float], flags: Sequence[bool]) -> Outcome:
+    """`bench` (and `compare`) on a busy host: pairs with a flagged run left out, and no
+    verdict with too few clean pairs (`results.busy`)."""
+    screen = screen_pairs(flags)
+    if screen.too_busy:
+        v = compare_pairs(base, cand, higher_is_better=False, threshold_pct=THRESHOLD, alpha=ALPHA)
+        return _outcome(too_busy(v, screen.too_busy))
+    return bench_rule([base[i] for i in screen.kept], [cand[i] for i in screen.kept])
 
 
 def compare_rule(base: Sequence[float], cand: Sequence[float]) -> Outcome:
@@ -222,24 +264,70 @@ class AutoCell:
 
 @dataclass(frozen=True)
 class DetectableCell:
-    """Is "could have detected ±X %" honest? X from A/A trials, then the power at X."""
+    """Is "could have detected ±X %" honest? X from A/A trials (its median), then the share
+    of trials with a true change of X that get the marker (🚀: significant *and* beyond
+    the threshold), through `compare_pairs` (paired) or `compare_samples` (unpaired)."""
 
     cv: float
     pairs: int
     trials: int
+    paired: bool = True
 
     def run(self) -> dict[str, float]:
         rng = random.Random(_seed(self))
+        judge = compare_pairs if self.paired else compare_samples
         stated = []
         for _ in range(self.trials):
             base, cand = simulate(rng, self.pairs, self.cv, 0.0, CLEAN)
-            v = compare_pairs(base[0], cand[0], higher_is_better=False, alpha=ALPHA)
-            stated.append(v.mdc_pct or math.inf)
+            v = judge(base[0], cand[0], higher_is_better=False, threshold_pct=THRESHOLD,
+                      alpha=ALPHA)  # fmt: skip
+            stated.append(v.mdc_pct if v.mdc_pct is not None else math.inf)
         mdc = sorted(stated)[len(stated) // 2]
+        if not math.isfinite(mdc):
+            return {"mdc": mdc, "power": math.nan}
         effect = 1 - 1 / (1 + mdc / 100)  # a time ratio of 1 / (1 + mdc)
         found = 0
         for _ in range(self.trials):
             base, cand = simulate(rng, self.pairs, self.cv, effect, CLEAN)
-            v = compare_pairs(base[0], cand[0], higher_is_better=False, alpha=ALPHA)
-            found += v.significant and v.delta_pct < 0
+            v = judge(base[0], cand[0], higher_is_better=False, threshold_pct=THRESHOLD,
+                      alpha=ALPHA)  # fmt: skip
+            found += v.marker == "🚀"
         return {"mdc": mdc, "power": found / self.trials}
+
+
+@dataclass(frozen=True)
+class BusyCell:
+    """`bench` on a busy host: flagged pairs measured again within the budget
+    (`RepeatPlan.more_clean`), then judged without them (`busy_rule`); beside it the
+    verdict that ignores the flags, on the same pairs."""
+
+    scenario: Scenario
+    cv: float
+    effect: float
+    plan: RepeatPlan
+    trials: int
+
+    def run(self) -> dict[str, float]:
+        rng = random.Random(_seed(self))
+        fired = ignored = busy = pairs_run = 0
+        for _ in range(self.trials):
+            base, cand, flags = simulate_flagged(
+                rng, 2 * self.plan.most, self.cv, self.effect, self.scenario
+            )
+            b, c, n = base[0], cand[0], 0
+            while more := self.plan.more_clean(
+                [b[i] for i in range(n) if not flags[i]],
+                [c[i] for i in range(n) if not flags[i]],
+                ran=n, threshold_pct=THRESHOLD, alpha=ALPHA,
+            ):  # fmt: skip
+                n += more
+            fired += fires(busy_rule(b[:n], c[:n], flags[:n]), self.effect)
+            ignored += fires(bench_rule(b[:n], c[:n]), self.effect)
+            busy += screen_pairs(flags[:n]).too_busy is not None
+            pairs_run += n
+        return {
+            "fires": fired / self.trials,
+            "fires ignoring flags": ignored / self.trials,
+            "too busy": busy / self.trials,
+            "pairs": pairs_run / self.trials,
+        }

@@ -267,9 +267,62 @@ def test_runs_that_shared_the_machine_are_named_in_the_report(tmp_path: Path) ->
     cmp = compare_runs(load_runs(tmp_path, str(a)), load_runs(tmp_path, str(b)))
     assert cmp.noise == [f"dev__w__t: {'; '.join(noise.warnings)}"]
     out = render(cmp, "markdown")
-    assert "⚠ 1 of 2 runs shared the machine: their numbers are not to be trusted" in out
+    assert "⚠ 1 of 2 runs shared the machine, no verdict: the host was too busy to judge" in out
     assert "other processes used 1.10 CPUs on average (peak 1.90; cc1plus 0.90)" in out
     assert "1 other container was running (relaxed_bartik)" in out
     hook = webhook_text(cmp)
-    assert "⚠ 1 of 2 runs shared the machine: not to be trusted" in hook
+    assert "⚠ no verdict: the host was too busy to judge: 1 of 2 runs shared the machine" in hook
     assert "cc1plus" not in hook  # the webhook stays short
+
+
+def _flag(run_dir: Path) -> None:
+    """Record a compile beside this run, as `runs.hostinfo.NoiseSampler` records one."""
+    from orchestrator.runs.hostinfo import HostNoise, ProcessLoad, noise_warnings
+
+    compile_job = [ProcessLoad(name="cc1plus", cpus=0.9)]
+    noise = HostNoise(samples=60, seconds=60.0, cpu_count=2, run_threads=2, other_cpus=0.9,
+                      other_cpus_max=1.8, top_others=compile_job)  # fmt: skip
+    noise.warnings = noise_warnings(noise)
+    RunStore.save(run_dir, RunStore.load(run_dir).model_copy(update={"noise": noise}))
+
+
+#: Pairs 2, 4, 5 and 6 had a compile beside their candidate run, which ran ~40% slower.
+BUSY = [(1.00, 1.01), (1.02, 0.60), (0.99, 1.00), (1.01, 0.62), (1.00, 0.58), (0.98, 0.61)]
+
+
+def test_pairs_that_shared_the_machine_are_left_out_of_the_verdict(tmp_path: Path) -> None:
+    scales = [*PAIRS, (1.0, 0.6), (1.01, 0.62)]  # pairs 7 and 8 slowed by a compile
+    _bench_groups(tmp_path, scales)
+    for i in (7, 8):
+        _flag(tmp_path / f"stable__w__aa-r{i}")
+    cmp = compare_runs(
+        load_runs(tmp_path, "stable__w__kernel-baseline-aa"), load_runs(tmp_path, "stable__w__aa")
+    )
+    assert cmp.too_busy is None and cmp.ns_per_day.n_candidate == 6 and cmp.runs == 16
+    assert cmp.left_out == [f"stable__w__kernel-baseline-aa-r{i} + stable__w__aa-r{i}"
+                            for i in (7, 8)]  # fmt: skip
+    assert cmp.ns_per_day.marker == "•" and abs(cmp.ns_per_day.delta_pct) < 1
+    out = render(cmp)
+    assert "2 of 16 runs shared the machine, left out of the verdict (2 pairs)" in out
+    assert "note: left out, a run shared the machine: stable__w__kernel-baseline-aa-r7 + " in out
+
+
+def test_a_host_too_busy_to_judge_gives_no_marker_anywhere(tmp_path: Path) -> None:
+    _bench_groups(tmp_path, BUSY, kernel_scale=1.5)
+    base, cand = "stable__w__kernel-baseline-aa", "stable__w__aa"
+    unflagged = compare_runs(load_runs(tmp_path, base), load_runs(tmp_path, cand))
+    assert unflagged.ns_per_day.marker == "🐢"  # the same numbers, not known to be busy
+    assert any(v.marker == "🐢" for v in unflagged.kernels.values())
+    for i in (2, 4, 5, 6):
+        _flag(tmp_path / f"stable__w__aa-r{i}")
+    for paired in (True, False):
+        cmp = compare_runs(load_runs(tmp_path, base), load_runs(tmp_path, cand), paired=paired)
+        assert cmp.too_busy is not None
+        verdicts = [cmp.ns_per_day, *cmp.categories.values(), *cmp.kernels.values()]
+        assert cmp.kernels and all(v.marker == "•" and not v.significant for v in verdicts)
+        assert all(v.p_value is None and "too busy to judge" in v.note for v in verdicts)
+        out, hook = render(cmp), webhook_text(cmp)
+        assert "🐢" not in out + hook and "🚀" not in out + hook
+        assert "too busy to judge" in cmp.stats_line and "⚠ no verdict: the host" in hook
+        what = "4 of 6 pairs had a run that" if paired else "4 of 12 runs"
+        assert cmp.too_busy.startswith(f"the host was too busy to judge: {what} shared the")

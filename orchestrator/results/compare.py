@@ -6,7 +6,8 @@ run whose energies disagree with its baseline as a speed-up. Groups that one `be
 in interleaved pairs are compared pair by pair (`results.paired`); any other groups as
 independent samples (`results.stats`). With a kernel trace, the top kernels get their own
 verdicts from each run's median call duration (the run, not the call, is the unit of
-replication). Runs that shared the machine (`runs.hostinfo.HostNoise`) are named.
+replication). Runs that shared the machine (`runs.hostinfo.HostNoise`) are named and
+left out of the verdict; with too few clean ones there is none (`results.busy`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from orchestrator.core.errors import UsageError
 from orchestrator.parsers.categories import CATEGORIES
+from orchestrator.results.busy import screen, too_busy
 from orchestrator.results.codegen_diff import CodegenDiff
 from orchestrator.results.controlled import Controlled, controlled_for
 from orchestrator.results.counter_compare import CounterComparison
@@ -48,6 +50,10 @@ class Comparison(BaseModel):
     unpaired: list[str] = Field(default_factory=list)
     #: One line per run that shared the machine: which run, and what it shared it with.
     noise: list[str] = Field(default_factory=list)
+    #: Pairs (unpaired: runs) left out of the verdict because a run shared the machine.
+    left_out: list[str] = Field(default_factory=list)
+    #: Why there is no verdict at all: too few clean pairs (`results.busy`); None: judged.
+    too_busy: str | None = None
     runs: int = 0
     comparable: bool = True
     comparable_note: str | None = None
@@ -107,10 +113,18 @@ class Comparison(BaseModel):
         """One sentence on runs that shared the machine, or None when none did."""
         if not self.noise:
             return None
+        if self.too_busy:
+            done = "no verdict: " + self.too_busy
+        elif self.left_out:
+            done = f"left out of the verdict ({len(self.left_out)} " + (
+                "pairs)" if self.paired else "runs)"
+            )
+        else:
+            done = "not to be trusted"
         return (
-            f"{len(self.noise)} of {self.runs} runs shared the machine: their numbers are not "
-            "to be trusted, because a run that competes for cores, caches and memory "
-            "bandwidth measures its neighbours as much as the build"
+            f"{len(self.noise)} of {self.runs} runs shared the machine, {done}; a run that "
+            "competes for cores, caches and memory bandwidth measures its neighbours as much "
+            "as the build"
         )
 
 
@@ -200,6 +214,9 @@ def compare_runs(
                 "of each pair is tagged kernel-baseline-<candidate tag>): compare them unpaired."
             )
         base, cand = [b for b, _ in pairs], [c for _, c in pairs]
+    everyone = base + cand
+    clean = screen(base, cand, paired=paired)  # runs that shared the machine: left out
+    base, cand = clean.base, clean.cand
     ns = verdict(
         [r.result.ns_per_day or 0.0 for r in base],
         [r.result.ns_per_day or 0.0 for r in cand],
@@ -223,8 +240,9 @@ def compare_runs(
         ),
         paired=paired,
         unpaired=alone if paired else [],
-        noise=noise_lines(base + cand),
-        runs=len(base) + len(cand),
+        noise=noise_lines(everyone),
+        left_out=clean.left_out,
+        runs=len(everyone),
         cpu_only=any(r.result.cpu_only for r in base + cand),
     )
     grids = {_pme_key(r) for r in base + cand}
@@ -241,7 +259,24 @@ def compare_runs(
         base, cand, codegen, paired=paired, cpu_only=cmp.cpu_only, suspect=cmp.suspect,
         threshold_pct=threshold_pct, alpha=alpha,
     )  # fmt: skip
+    if clean.too_busy:
+        silence(cmp, clean.too_busy)
     return cmp
+
+
+def silence(cmp: Comparison, why: str) -> None:
+    """No marker anywhere in a comparison the host was too busy to judge (`results.busy`)."""
+    cmp.ns_per_day = too_busy(cmp.ns_per_day, why)
+    for field in ("categories", "kernels", "metrics"):
+        setattr(cmp, field, {k: too_busy(v, why) for k, v in getattr(cmp, field).items()})
+    cmp.controlled = {
+        k: c.model_copy(update={
+            "raw": too_busy(c.raw, why),
+            "controlled": None if c.controlled is None else too_busy(c.controlled, why),
+        })
+        for k, c in cmp.controlled.items()
+    }  # fmt: skip
+    cmp.too_busy = why
 
 
 def verdict(

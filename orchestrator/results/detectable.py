@@ -122,8 +122,7 @@ def marker_power(
     """P(marker) for a true log change `shift` >= 0 (formula in the module docstring)."""
     if se_est <= 0.0:
         return float(shift > max(limit, 0.0))
-    terms = {"se_test": se_test, "se_est": se_est, "df": df, "q": q, "limit": limit}
-    return _power_and_slope(shift, **terms)[0]  # type: ignore[arg-type]
+    return _power_and_slope(shift, se_test=se_test, se_est=se_est, df=df, q=q, limit=limit)[0]
 
 
 def marker_change(

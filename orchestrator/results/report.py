@@ -209,6 +209,8 @@ def render(cmp: Comparison, fmt: Format = "simple") -> str:
     lines += [f"note: {note}" for note in sorted(untestable)]
     if cmp.unpaired:
         lines.append(f"note: left out, no pair partner: {', '.join(cmp.unpaired)}")
+    if cmp.left_out and not cmp.too_busy:
+        lines.append(f"note: left out, a run shared the machine: {', '.join(cmp.left_out)}")
     lines.append(f"baseline: {', '.join(cmp.baseline)}")
     lines.append(f"this:     {', '.join(cmp.candidate)}")
     return "\n".join(lines).rstrip() + "\n"
@@ -232,7 +234,11 @@ def webhook_text(cmp: Comparison) -> str:
     for note in (cmp.comparable_note, cmp.suspect_note):
         if note:
             lines.append("⚠ " + note)
-    if cmp.noise:
+    if cmp.too_busy:
+        lines.append(f"⚠ no verdict: {cmp.too_busy}")
+    elif cmp.left_out:
+        lines.append(f"⚠ {len(cmp.noise)} of {cmp.runs} runs shared the machine: left out")
+    elif cmp.noise:
         lines.append(f"⚠ {len(cmp.noise)} of {cmp.runs} runs shared the machine: not to be trusted")
     return "\n".join(lines)
 

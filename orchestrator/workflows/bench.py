@@ -304,7 +304,9 @@ def runs(client: Client, settings: Settings, req: BenchRequest, sides: Sides, em
     baseline is history, not the comparison, since a machine drifts between benches (with
     each run 0.5 % slower than the last, reusing one gave 57 % false alarms at 7 runs).
     The pairs run in counterbalanced order so a linear drift cancels; `--repeats auto`
-    adds pairs until the ns/day interval is within ± the threshold (`RepeatPlan`).
+    adds pairs until the ns/day interval is within ± the threshold (`RepeatPlan`). A pair
+    with a run that shared the machine does not count (`results.busy`): it is measured
+    again, at most the plan's most extra pairs (`RepeatPlan.more_clean`).
     """
     baseline, candidate = sides.baseline, sides.candidate
     plan = repeat_plan(req.repeats)
@@ -318,34 +320,60 @@ def runs(client: Client, settings: Settings, req: BenchRequest, sides: Sides, em
         baseline=store.run_id(baseline.build or "", system, base_tag),
         candidate=store.run_id(candidate.build or "", system, tag),
     )
-    values: tuple[list[float], list[float]] = ([], [])
+    clean: tuple[list[float], list[float]] = ([], [])  # pairs whose runs had the host alone
     how_many = str(plan.most) if not plan.adaptive else f"{plan.first}–{plan.most}"
     executor = executor_for(client, settings)
-    while more := plan.more(*values, threshold_pct=req.threshold_pct, alpha=req.alpha):
-        if groups.pairs >= 2:
-            width = ci_halfwidth_pct(*values, alpha=req.alpha)
-            emit(Step(f"{groups.pairs} pairs: the ns/day ratio is known to ±{width:.1f}%, "
-                      f"wider than ±{req.threshold_pct:g}%: {more} more pairs"))  # fmt: skip
+    while more := plan.more_clean(
+        *clean, ran=groups.pairs, threshold_pct=req.threshold_pct, alpha=req.alpha
+    ):
+        if len(clean[0]) >= 2:
+            width = ci_halfwidth_pct(*clean, alpha=req.alpha)
+            emit(Step(f"{len(clean[0])} clean pairs: the ns/day ratio is known to ±{width:.1f}%"
+                      f", wider than ±{req.threshold_pct:g}%: {more} more pairs"))  # fmt: skip
         batch: list[Job] = []
-        candidates: list[bool] = []  # whether each job is the candidate's
         for _ in range(more):
             groups.pairs += 1
             order = [(baseline, base_tag, "baseline"), (candidate, tag, "candidate")]
             for image, group_tag, side in order if baseline_first(groups.pairs) else order[::-1]:
-                label = f"pair {groups.pairs} of {how_many}, {side}: {image.build} on {system}"
+                of = f"of {how_many}" if groups.pairs <= plan.most else "(measured again)"
+                label = f"pair {groups.pairs} {of}, {side}: {image.build} on {system}"
                 run_tag = store.repeat_tag(group_tag, groups.pairs, plan.most)
                 batch.append(Job(label, _request(settings, image, system, run_tag, req)))
-                candidates.append(side == "candidate")
         (ran,) = executor.run([batch], emit, stop_on_failure=True)
-        for is_candidate, result in zip(candidates, ran, strict=False):
+        for result in ran:
             if not result.finished:
                 raise UserError(
                     f"Run {result.run_id} did not finish ({result.failure}); it is recorded as "
                     f"unfinished in {settings.results_dir / result.run_id}. No verdict without it."
                 )
             groups.results.append(result)
-            values[is_candidate].append(result.headline_value() or 0.0)
+        first_pair = groups.pairs - more + 1
+        for pair, runs_of_pair in enumerate(zip(ran[::2], ran[1::2], strict=True), first_pair):
+            _keep_clean(pair, runs_of_pair, clean, plan.most, groups.pairs, emit)
     return groups
+
+
+def _keep_clean(
+    pair: int, runs_of_pair: tuple[RunResult, RunResult], clean: tuple[list[float], list[float]],
+    most: int, ran: int, emit: Emit,
+) -> None:  # fmt: skip
+    """Add a pair's values to the clean ones, or say why it is left out (`results.busy`):
+    a run that shared the machine measured its neighbours too, so its pair is measured
+    again while the budget of `most` extra pairs lasts."""
+    shared = [(r, r.noise.warnings[0]) for r in runs_of_pair if r.noise and r.noise.warnings]
+    if not shared:
+        base_run, cand_run = runs_of_pair if baseline_first(pair) else runs_of_pair[::-1]
+        clean[0].append(base_run.headline_value() or 0.0)
+        clean[1].append(cand_run.headline_value() or 0.0)
+        return
+    run, why = shared[0]
+    again = (
+        "measured again"
+        if ran < 2 * most
+        else f"not measured again: the budget of {most} extra pairs is spent"
+    )
+    emit(Step(f"pair {pair}: {run.run_id} shared the machine ({why}): left out of the "
+              f"verdict, {again}"))  # fmt: skip
 
 
 def _request(

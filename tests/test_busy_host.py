@@ -1,0 +1,74 @@
+"""A bench beside a real competing process: no verdict, and it says why (issue 29 item 1)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from orchestrator.core.events import Event, Step
+from orchestrator.results.report import render, webhook_text
+from orchestrator.runs.store import RunStore
+from orchestrator.workflows.bench import BenchRequest, bench
+
+pytestmark = pytest.mark.engine
+
+PAIRS = 3  # the fewest a marker needs: without the flags, a verdict would be given
+
+
+@pytest.fixture
+def busy_cpus() -> Iterator[list[subprocess.Popen[bytes]]]:
+    """One process spinning on every core for the duration of the test, ended by its pid."""
+    spin = "import time\nwhile True:\n    time.perf_counter()\n"
+    procs = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(os.cpu_count() or 2)]
+    try:
+        yield procs
+    finally:
+        for proc in procs:
+            os.kill(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=10)
+
+
+def test_an_aa_bench_beside_a_busy_cpu_gives_no_marker_and_says_why(
+    engine: Any, cpu_settings: Any, stable_image: Any, busy_cpus: list[Any]
+) -> None:
+    events: list[Event] = []
+    req = BenchRequest(
+        system="water:3k", steps=500, repeats=PAIRS, tag=f"busy-{uuid.uuid4().hex[:8]}"
+    )
+    clock = time.monotonic()
+    outcome = bench(engine, cpu_settings, req, emit=events.append)
+    print(f"\nA/A bench beside {len(busy_cpus)} spinning processes: "
+          f"{time.monotonic() - clock:.1f} s, {outcome.runs} runs")  # fmt: skip
+    assert all(proc.poll() is None for proc in busy_cpus), "the competition ran throughout"
+    cmp = outcome.comparison
+    assert cmp is not None
+    # Every run saw the spinning processes; each pair was measured again once (the budget
+    # is the plan's most, 3 extra pairs), then the bench stopped: 6 pairs, all left out.
+    results = [RunStore.load(cpu_settings.results_dir / r) for r in cmp.baseline + cmp.candidate]
+    assert len(results) == outcome.runs == 4 * PAIRS
+    assert all(r.noise is not None and r.noise.warnings for r in results)
+    assert any("python" in p.name for r in results if r.noise for p in r.noise.top_others)
+    steps = [e.text for e in events if isinstance(e, Step)]
+    shared = [s for s in steps if "shared the machine" in s]
+    assert sum(s.endswith("left out of the verdict, measured again") for s in shared) == PAIRS
+    assert sum(s.endswith(f"the budget of {PAIRS} extra pairs is spent") for s in shared) == PAIRS
+    assert len(cmp.left_out) == 2 * PAIRS
+    assert cmp.too_busy is not None
+    assert cmp.too_busy.startswith(
+        f"the host was too busy to judge: {2 * PAIRS} of {2 * PAIRS} pairs had a run that "
+        "shared the machine"
+    )
+    verdicts = [cmp.ns_per_day, *cmp.categories.values(), *cmp.kernels.values()]
+    assert cmp.categories and all(v.marker == "•" and not v.significant for v in verdicts)
+    out, hook = render(cmp), webhook_text(cmp)
+    assert "🚀" not in out + hook and "🐢" not in out + hook
+    assert "too busy to judge" in cmp.stats_line and "no verdict" in out
+    assert "other processes used" in out  # and what it shared the machine with
