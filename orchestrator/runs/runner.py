@@ -268,7 +268,8 @@ def _prepare(settings: Settings, plan: Plan, run_dir: Path, emit: Emit) -> None:
 
 
 def execute(client: Client, settings: Settings, plan: Plan, emit: Emit = ignore) -> RunResult:
-    """Run the plan; always leaves result.json and never a container.
+    """Run the plan; leaves result.json (none when a full disk has no room even for a
+    record of the failure: `NoSpace` says which) and never a container.
 
     Ctrl-C, SIGTERM and SIGHUP (`interrupts.Interrupted`) stop the container, record
     the run as unfinished with the reason, then interrupt the caller as they would have
