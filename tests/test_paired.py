@@ -145,6 +145,13 @@ def test_zero_spread_is_untestable_not_p_zero() -> None:
     assert "no spread observed" in v.note and "untestable" in v.note
     same = compare_pairs([3.0, 3.0, 3.0], [3.0, 3.0, 3.0], higher_is_better=False)
     assert same.p_value is None and same.marker == "•" and "untestable" in same.note
+    # Every candidate 5% above its baseline, rounded to 6 digits: log ratios that differ by
+    # floating-point rounding only (sd 1e-16), which an exact zero test would call p = 0.
+    base = [145.603, 144.783, 55.655, 58.487]
+    cand = [152.88315, 152.02215, 58.43775, 61.41135]
+    assert 0 < paired.paired_t(paired.log_ratios(base, cand)).sd < 1e-15
+    rounded = compare_pairs(base, cand, higher_is_better=False)
+    assert rounded.p_value is None and rounded.marker == "•" and "untestable" in rounded.note
 
 
 def test_abba_order_cancels_a_linear_drift() -> None:
