@@ -12,6 +12,7 @@ import pytest
 from orchestrator.core.errors import UsageError
 from orchestrator.parsers.mdlog import cycle_breakdown, parse_mdlog
 from orchestrator.results.compare import compare_runs
+from orchestrator.results.judge import compare_groups
 from orchestrator.results.report import render, webhook_text
 from orchestrator.runs.hostinfo import HostInfo
 from orchestrator.runs.store import ImageRef, Run, RunResult, RunStore
@@ -326,3 +327,21 @@ def test_a_host_too_busy_to_judge_gives_no_marker_anywhere(tmp_path: Path) -> No
         assert "too busy to judge" in cmp.stats_line and "⚠ no verdict: the host" in hook
         what = "4 of 6 pairs had a run that" if paired else "4 of 12 runs"
         assert cmp.too_busy.startswith(f"the host was too busy to judge: {what} shared the")
+
+
+def test_a_kernel_benchmark_on_a_busy_host_gets_no_marker_either(tmp_path: Path) -> None:
+    from tests.test_kernels import _kernel_runs
+
+    base = [{"ro_peak": 40 + d, "rw_peak": 20 + d} for d in (0.0, 0.4, -0.3, 0.2, -0.1)]
+    cand = [{"ro_peak": 40 + d, "rw_peak": 24 + d} for d in (0.1, 0.3, -0.2, 0.2, 0.0)]
+    _kernel_runs(tmp_path, "base", base)
+    for path in _kernel_runs(tmp_path, "cand", cand)[:3]:
+        _flag(path)
+    store = RunStore(tmp_path)
+    cmp = compare_groups(
+        store.finished("stable-cpu-gcc12__bandwidth-64MiB-temporal__kernel-baseline-b"),
+        store.finished("toolchain-clang16__bandwidth-64MiB-temporal__b"),
+    )
+    assert cmp.too_busy is not None and len(cmp.left_out) == 3
+    assert cmp.metrics["rw_peak"].marker == "•"  # 🚀 on a quiet host (test_kernels.py)
+    assert "🚀" not in render(cmp) and "too busy to judge" in render(cmp)

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from orchestrator.core.errors import UsageError
 from orchestrator.parsers.kernelbench import TUNE_CACHE_FILE, optimum_shift, parse_bytes
+from orchestrator.results.busy import screen
 from orchestrator.results.compare import (
     Comparison,
     adjust_for_many_categories,
     bench_pairs,
     noise_lines,
+    silence,
     verdict,
 )
 from orchestrator.results.stats import Verdict
@@ -43,6 +45,9 @@ def compare_kernel_runs(
             raise UsageError("These groups were not run in interleaved pairs by one `bench`: "
                              "compare them unpaired.")  # fmt: skip
         base, cand = [b for b, _ in pairs], [c for _, c in pairs]
+    judged_runs = base + cand
+    clean = screen(base, cand, paired=paired)  # runs that shared the machine: left out
+    base, cand = clean.base, clean.cand
     headline = cand[0].result.headline or ""
     names = set.intersection(*(set(r.result.metrics or {}) for r in base + cand))
     if headline not in names:
@@ -80,13 +85,16 @@ def compare_kernel_runs(
         categories={},
         paired=paired,
         unpaired=alone if paired else [],
-        noise=noise_lines(base + cand),
-        runs=len(base) + len(cand),
+        noise=noise_lines(judged_runs),
+        left_out=clean.left_out,
+        runs=len(judged_runs),
         headline_name=headline,
         headline_unit=spec[headline].unit,
         metrics={name: metrics[name] for name in others},
     )
     cmp.findings = _findings(base, cand, headline)
+    if clean.too_busy:
+        silence(cmp, clean.too_busy)
     return cmp
 
 
