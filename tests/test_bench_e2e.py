@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
+import math
+import time
+import uuid
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -51,3 +56,107 @@ def test_dev_against_stable_with_repeats(
         result = RunStore.load(cpu_settings.results_dir / run)
         assert result.compiler_version and "clang version 23.0.0git" in result.compiler_version
         assert result.finished and result.ns_per_day
+
+
+#: Student's t quantiles at 0.975 (published tables), by number of pairs (df = pairs - 1).
+T_975 = {6: 2.570582, 7: 2.446912, 8: 2.364624, 9: 2.306004, 10: 2.262157}
+AUTO_STEPS = 200
+
+
+def _pairs_the_plan_runs(pairs: list[tuple[float, float, bool]], threshold_pct: float) -> int:
+    """The default plan worked by hand (no code shared with `RepeatPlan`) over the pairs in
+    the order run, `(baseline ns/day, candidate ns/day, clean)`: 6 clean pairs, then 2 more
+    while the 95% interval of their ratio is wider than ± the threshold, at most 10; a pair
+    with a run that shared the machine does not count and is measured again, at most 20
+    pairs in all. How many pairs it runs."""
+    ran, logs = 0, []
+    while True:
+        n = len(logs)
+        if n < 6:
+            want = 6 - n
+        elif n >= 10:
+            want = 0
+        else:
+            mean = sum(logs) / n
+            sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
+            precise = 100 * math.expm1(T_975[n] * sd / math.sqrt(n)) <= threshold_pct
+            want = 0 if precise else min(2, 10 - n)
+        more = max(0, min(want, 20 - ran))
+        if more == 0:
+            return ran
+        assert ran + more <= len(pairs), f"the plan asks for {ran + more} pairs, {len(pairs)} ran"
+        logs += [math.log(c / b) for b, c, clean in pairs[ran : ran + more] if clean]
+        ran += more
+
+
+def test_default_repeats_run_abba_pairs_as_the_plan_says(
+    engine: Any, cpu_settings: Any, stable_image: Any
+) -> None:
+    """`bench` with no --repeats: the stored runs started AB BA AB BA…, one after the other,
+    as many pairs as the default plan asks for given the ns/day measured and the pairs that
+    shared the machine (measured again), and both groups hold exactly those pairs, finished.
+    On this 2-core host, shared with other work, every run may be flagged: then 20 pairs."""
+    from orchestrator.results.paired import RepeatPlan, repeat_plan
+    from orchestrator.runs.runner import RunStarted
+
+    req = BenchRequest(system=SYSTEM, steps=AUTO_STEPS, tag=f"auto-{uuid.uuid4().hex[:8]}")
+    assert req.repeats == "auto" and repeat_plan(req.repeats) == RepeatPlan(6, 10, 2)
+    started: list[str] = []
+    clock = time.monotonic()
+    outcome = bench(
+        engine, cpu_settings, req,
+        emit=lambda e: started.append(e.result.run_id) if isinstance(e, RunStarted) else None,
+    )  # fmt: skip
+    print(f"\nbench --repeats auto: {time.monotonic() - clock:.1f} s, {outcome.runs} runs")
+    check_auto_bench(RunStore(cpu_settings.results_dir), stable_image.build, req, outcome, started)
+
+
+def check_auto_bench(
+    store: RunStore, build: str, req: BenchRequest, outcome: Any, started: list[str]
+) -> None:
+    """What `test_default_repeats_run_abba_pairs_as_the_plan_says` asserts of a bench."""
+    from orchestrator.runs.recipe import load_system
+    from orchestrator.runs.store import log_file, run_id
+
+    system = load_system(req.system, []).name
+    groups = {
+        "A": run_id(build, system, f"kernel-baseline-{req.tag}"),
+        "B": run_id(build, system, str(req.tag)),
+    }
+    runs = []  # (start, end of md.log, side, pair, record)
+    for side, group in groups.items():
+        for path in store.group(group):
+            record = RunStore.load(path)
+            start = datetime.fromisoformat(record.timestamp).timestamp()
+            pair = int(record.tag.rsplit("-r", 1)[1])
+            log = log_file(path)
+            assert log is not None, path
+            runs.append((start, log.stat().st_mtime_ns, side, pair, record))
+    runs.sort(key=lambda run: run[:2])
+    n = len(runs) // 2
+    assert len(runs) == 2 * n == outcome.runs and 6 <= n <= 20, groups
+    order = "".join(side for _, _, side, _, _ in runs)
+    assert order == "".join("AB" if k % 2 else "BA" for k in range(1, n + 1)), f"order {order}"
+    assert [pair for _, _, _, pair, _ in runs] == [k for k in range(1, n + 1) for _ in "AB"]
+    assert [run[4].run_id for run in runs] == started, "the stored order is the order run"
+    for before, after in itertools.pairwise(runs):  # one at a time, none overlapping
+        assert after[0] + 1 >= before[0] + (before[4].duration_seconds or 0), (before, after)
+    by_pair = {(side, pair): record for _, _, side, pair, record in runs}
+    pairs = [
+        (by_pair["A", k].ns_per_day, by_pair["B", k].ns_per_day,
+         not any(r.noise and r.noise.warnings for r in (by_pair["A", k], by_pair["B", k])))
+        for k in range(1, n + 1)
+    ]  # fmt: skip
+    assert n == _pairs_the_plan_runs(pairs, req.threshold_pct), pairs
+    for side, group in groups.items():
+        finished = store.finished(group)
+        assert sorted(run.result.tag for run in finished) == sorted(
+            f"{'kernel-baseline-' if side == 'A' else ''}{req.tag}-r{k}" for k in range(1, n + 1)
+        )
+        assert all(r.result.steps == req.steps and r.result.ns_per_day for r in finished)
+    clean = sum(1 for *_, ok in pairs if ok)
+    print(f"{n} pairs, {clean} clean")
+    if clean == n:  # a busy host's verdict is `results.busy`'s to test
+        cmp = outcome.comparison
+        assert cmp.ns_per_day.n_baseline == cmp.ns_per_day.n_candidate == n
+        assert f"statistics: {n} interleaved pairs" in render(cmp)
