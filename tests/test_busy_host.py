@@ -49,7 +49,7 @@ def test_an_aa_bench_beside_a_busy_cpu_gives_no_marker_and_says_why(
           f"{time.monotonic() - clock:.1f} s, {outcome.runs} runs")  # fmt: skip
     assert all(proc.poll() is None for proc in busy_cpus), "the competition ran throughout"
     cmp = outcome.comparison
-    assert cmp is not None
+    assert cmp is not None and outcome.verdict == "too busy"  # the database's and webhook's
     # Every run saw the spinning processes; each pair was measured again once (the budget
     # is the plan's most, 3 extra pairs), then the bench stopped: 6 pairs, all left out.
     results = [RunStore.load(cpu_settings.results_dir / r) for r in cmp.baseline + cmp.candidate]

@@ -16,6 +16,7 @@ from orchestrator.results.judge import compare_groups
 from orchestrator.results.report import render, webhook_text
 from orchestrator.runs.hostinfo import HostInfo
 from orchestrator.runs.store import ImageRef, Run, RunResult, RunStore
+from orchestrator.workflows.bench import BenchOutcome
 
 
 def load_runs(results: Path, spec: str) -> list[Run]:
@@ -325,6 +326,7 @@ def test_a_host_too_busy_to_judge_gives_no_marker_anywhere(tmp_path: Path) -> No
         out, hook = render(cmp), webhook_text(cmp)
         assert "🐢" not in out + hook and "🚀" not in out + hook
         assert "too busy to judge" in cmp.stats_line and "⚠ no verdict: the host" in hook
+        assert BenchOutcome(cmp, 12, 60.0, 70.0).verdict == "too busy"  # not "no change"
         what = "4 of 6 pairs had a run that" if paired else "4 of 12 runs"
         assert cmp.too_busy.startswith(f"the host was too busy to judge: {what} shared the")
 

@@ -7,7 +7,8 @@ Two payload formats (setting `webhook_format`):
   (log text can contain `@everyone`; no mention is ever resolved).
 * `json`: `{"event": "start"|"done"|"failed"|"verdict"|"message", "text": "...", "data":
   {...}}`; a bench's `verdict` data has its `headline` and `verdict` (`faster`, `slower`,
-  `no change`, or `nothing measured` when no kernel changed).
+  `no change`, `too busy` when the host was too busy to judge, or `nothing measured` when
+  no kernel changed).
 
 A notification never breaks a run: a webhook that refuses, answers 4xx/5xx or times out
 (5 s) gives one warning line in the log and `post` returns False. The webhook URL is a

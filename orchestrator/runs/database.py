@@ -455,7 +455,7 @@ class BenchRecord(BaseModel):
     candidate: str
     llvm_commit: str | None = None
     system: str
-    verdict: Literal["faster", "slower", "no change", "nothing measured"]
+    verdict: Literal["faster", "slower", "no change", "too busy", "nothing measured"]
     headline: str
     changed_kernels: int | None = None
     runs: int = 0

@@ -110,9 +110,12 @@ class BenchOutcome:
 
     @property
     def verdict(self) -> str:
-        """`faster`, `slower`, `no change` or `nothing measured` (the database's word)."""
+        """`faster`, `slower`, `no change`, `too busy` (no verdict: `results.busy`) or
+        `nothing measured` (the database's word)."""
         if self.comparison is None:
             return "nothing measured"
+        if self.comparison.too_busy:
+            return "too busy"
         marker = self.comparison.ns_per_day.marker
         return {"🚀": "faster", "🐢": "slower"}.get(marker, "no change")
 
