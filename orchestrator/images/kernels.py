@@ -12,6 +12,7 @@ files it copies): a second run of the same build finds it in seconds.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import subprocess
 import sys
@@ -43,6 +44,7 @@ from orchestrator.images.provenance import (
     label,
 )
 from orchestrator.images.render import render
+from orchestrator.parsers.codegen import probe_argv
 from orchestrator.platforms import active, get
 from orchestrator.platforms.base import Compiler, KernelCompiler
 
@@ -183,6 +185,34 @@ def ensure(
     image = engine.image(client, final)
     assert image is not None, final
     return KernelImage(tag, final, build, dict(image.labels), compiler)
+
+
+#: The programs of a bandwidth image, whose code is the image's code identity.
+BANDWIDTH_BINARIES = ("bandwidth", "bandwidth-nt")
+_IDENTITIES: dict[str, str | None] = {}
+
+
+def code_identity(client: Client, image: KernelImage, program: str) -> str | None:
+    """A sha256 of the code the build's compiler made for `program`: every function of its
+    binaries, normalised by the codegen probe (only what the compiler chose: addresses,
+    the `.comment` naming the compiler's revision, and so on are left out), so two
+    compilers that made the same code give the same identity. None where it cannot be
+    read: `tune` compiles at run time, and a HIP program's code is in its offload bundle."""
+    if program != "bandwidth" or image.compiler.api != "openmp":
+        return None
+    if image.id not in _IDENTITIES:
+        lines = []
+        for binary in BANDWIDTH_BINARIES:
+            argv = probe_argv("cpu", f"/opt/gmxbench/kernels/bin/{binary}", objdump="objdump",
+                              nm="nm", pattern=".")  # fmt: skip
+            code, out = probe(client, image.id, argv, stderr=False)
+            if code != 0:
+                _IDENTITIES[image.id] = None
+                return None
+            for f in json.loads(out)["functions"]:
+                lines.append(f"{binary} {f['name']} {f['sha256']}\n")
+        _IDENTITIES[image.id] = hashlib.sha256("".join(sorted(lines)).encode()).hexdigest()
+    return _IDENTITIES[image.id]
 
 
 def _bytes(data: bytes | Path) -> bytes:

@@ -102,6 +102,15 @@ class Scratch:
              *(["--not", *present] if present else [])], cwd=self.git_dir)  # fmt: skip
         return out
 
+    def lacks(self, commit: str, have: set[str]) -> bool:
+        """Whether a clone with the commits `have` lacks `commit` (an ancestor of one of them,
+        as a bisect's step is of its bad end, needs no bundle: git refuses an empty one)."""
+        present = [c for c in sorted(have) if self._has(c)]
+        if commit in present:
+            return False
+        ahead = git(["rev-list", "--count", commit, "--not", *present], cwd=self.git_dir)
+        return int(ahead.stdout.decode().strip() or 0) > 0
+
     def _has(self, commit: str) -> bool:
         found = git(["cat-file", "-e", f"{commit}^{{commit}}"], cwd=self.git_dir, check=False)
         return found.returncode == 0

@@ -269,7 +269,7 @@ def _build(
     for attempt in (1, 2):
         files: dict[str, bytes | Path] = {}
         source = settings.llvm_source if url else ""
-        if scratch is not None and checkout not in have:
+        if scratch is not None and checkout not in have and scratch.lacks(checkout, have):
             bundle = scratch.bundle(checkout, have, tmp / f"{attempt}.bundle")
             files["incoming.bundle"] = bundle
             source = f"{llvm_workspace.MOUNT}/incoming.bundle"

@@ -9,7 +9,15 @@ interleaved pairs), and the verdict is read on the slowdown the bad end showed:
   nothing to bisect, and the bisect says so instead of chasing noise;
 - a step is *bad* when the interval of its slowdown lies above the geometric midpoint of
   the good and bad ends, *good* when below it, and *untestable* otherwise: it is measured
-  again with twice the pairs, then skipped if still undecided;
+  again with twice the pairs, then skipped if still undecided; the slowdown, its interval
+  and the midpoint are all the paired verdict's one statistic, the geometric mean of the
+  pair ratios;
+- pairs run in ABBA order, which cancels a linear drift only over an even number of
+  pairs: an odd `--repeats` is rounded up, and said;
+- a commit whose code is byte-identical to a commit already measured (the good end
+  included: its build is every step's baseline) takes that commit's verdict without
+  runs, "code identical to <commit>": kernel images by their programs' normalised code
+  (`kernels.code_identity`), GROMACS builds by the codegen fingerprint's per-kernel hashes;
 - a commit whose toolchain or binaries do not build is `git bisect skip`, not a verdict.
 
 Every step is written to the results database as it ends (`history`, `report --html`).
@@ -17,6 +25,7 @@ Every step is written to the results database as it ends (`history`, `report --h
 
 from __future__ import annotations
 
+import hashlib
 import math
 import shutil
 from dataclasses import dataclass, replace
@@ -27,14 +36,21 @@ from sqlalchemy import update
 
 from orchestrator.core.engine import BuildFailed, Client
 from orchestrator.core.errors import UsageError, UserError
-from orchestrator.core.events import Emit, Message, Step, ignore
+from orchestrator.core.events import Caution, Emit, Message, Step, ignore
 from orchestrator.core.settings import Settings
+from orchestrator.images import kernels
 from orchestrator.images.gitsource import git, is_url
+from orchestrator.images.gromacs import build_gromacs
 from orchestrator.results.compare import Comparison
 from orchestrator.results.history import Bisect, BisectStep, BisectVerdict
+from orchestrator.results.paired import repeat_plan
 from orchestrator.results.stats import Verdict
 from orchestrator.runs.database import Database, bisect_steps, bisects, group_of
+from orchestrator.runs.kernel_recipe import ResolvedKernel
+from orchestrator.runs.recipe import load_system
 from orchestrator.workflows.bench import BenchRequest, bench
+from orchestrator.workflows.build import toolchain_for
+from orchestrator.workflows.codegen import image_codegen
 
 
 @dataclass
@@ -44,7 +60,8 @@ class BisectRequest:
     system: str | None = None
     #: ns/day, a category, or a kernel recipe's metric; None: the system's headline.
     metric: str | None = None
-    repeats: int | str = 5
+    #: Interleaved pairs per step, even (an odd number is rounded up).
+    repeats: int | str = 6
     steps: int | None = None
     cpu_only: bool = False
     threshold_pct: float = 2.0
@@ -65,6 +82,24 @@ class _Measured:
     comparison: Comparison
     measure: Verdict  # of the metric bisected
     slowdown: float  # candidate over good, > 1 is slower
+    code: str | None = None  # the commit's code identity, when it has one
+
+
+@dataclass
+class _Known:
+    """A commit whose code was measured (or is the good end): what an identical one gets."""
+
+    commit: str
+    verdict: BisectVerdict
+    comparison: Comparison | None
+
+
+def even_pairs(repeats: int | str) -> int | str:
+    """`repeats` with its number of pairs (or its most, for `auto:MAX`) rounded up to even."""
+    plan = repeat_plan(repeats)
+    if plan.most % 2 == 0:
+        return repeats
+    return plan.most + 1 if not plan.adaptive else f"auto:{plan.most + 1}"
 
 
 def bisect(
@@ -72,6 +107,11 @@ def bisect(
 ) -> BisectOutcome:
     """Bisect `good..bad` in `settings.llvm_source`; every step lands in the database."""
     source = _checkout(settings.llvm_source)
+    pairs = even_pairs(req.repeats)
+    if pairs != req.repeats:
+        emit(Message(f"--repeats {req.repeats}: {pairs} pairs instead (ABBA order cancels a "
+                     "linear drift only over an even number of pairs)"))  # fmt: skip
+        req = replace(req, repeats=pairs)
     good, bad = _commit(source, req.good), _commit(source, req.bad)
     if git(["merge-base", "--is-ancestor", good, bad], cwd=source, check=False).returncode:
         raise UsageError(
@@ -111,6 +151,11 @@ def _search(
         return _end(db, record, None, f"{bad[:12]} is not slower than {good[:12]} "
                     f"({first.measure.note}): nothing to bisect")  # fmt: skip
     midpoint = math.sqrt(first.slowdown)
+    known: dict[str, _Known] = {}
+    for end in (_Known(good, "good", None), _Known(bad, "bad", first.comparison)):
+        code = _code(client, settings, req, end.commit, emit)
+        if code is not None:
+            known.setdefault(code, end)
     emit(Message(f"the bad end is {100 * (first.slowdown - 1):.1f}% slower; a step is bad above "
                  f"{100 * (midpoint - 1):.1f}% (the geometric midpoint)"))  # fmt: skip
     worktree = settings.cache_dir / "bisect" / record.bisect_id
@@ -121,7 +166,9 @@ def _search(
         while True:
             commit = _bisect_git(worktree, "rev-parse", "BISECT_HEAD").strip()
             emit(Step(f"step {len(record.steps)}: {commit[:12]}"))
-            verdict = _classify(client, settings, req, record, commit, midpoint, db, verdicts, emit)
+            verdict = _classify(
+                client, settings, req, record, commit, midpoint, db, verdicts, known, emit
+            )
             out = _bisect_git(worktree, "bisect", verdict)
             if "is the first bad commit" in out:
                 return _end(db, record, out.split()[0], "found")
@@ -137,9 +184,24 @@ def _search(
 
 def _classify(
     client: Client, settings: Settings, req: BisectRequest, record: Bisect, commit: str,
-    midpoint: float, db: Database, verdicts: dict[str, Comparison], emit: Emit,
+    midpoint: float, db: Database, verdicts: dict[str, Comparison], known: dict[str, _Known],
+    emit: Emit,
 ) -> BisectVerdict:  # fmt: skip
-    """Good, bad or skip for one commit: measured, then measured again if undecided."""
+    """Good, bad or skip for one commit: the verdict of a commit with the same code, else
+    measured, then measured again if undecided."""
+    try:
+        code = _code(client, settings, req, commit, emit)
+    except BuildFailed as exc:
+        _step(db, record, commit, None, f"does not build: {_first_error(exc.message)}")
+        return "skip"
+    same = known.get(code) if code is not None else None
+    if same is not None:
+        emit(Message(f"{commit[:12]}: code identical to {same.commit[:12]}, {same.verdict} "
+                     "without runs"))  # fmt: skip
+        _step(db, record, commit, None, f"code identical to {same.commit}", same.verdict)
+        if same.verdict == "bad" and same.comparison is not None:
+            verdicts[commit] = same.comparison
+        return same.verdict
     for attempt, pairs in enumerate((req.repeats, _twice(req.repeats))):
         try:
             measured = _measure(client, settings, replace(req, repeats=pairs), record, commit,
@@ -151,6 +213,8 @@ def _classify(
             _step(db, record, commit, measured, "")
             if measured.verdict == "bad":
                 verdicts[commit] = measured.comparison
+            if code is not None:
+                known.setdefault(code, _Known(commit, measured.verdict, measured.comparison))
             return measured.verdict
         if attempt == 1:
             measured.verdict = "skip"
@@ -168,11 +232,12 @@ def _measure(
     outcome = bench(client, settings, BenchRequest(
         llvm=commit, against_llvm=record.good, system=req.system, tag=tag, steps=req.steps,
         repeats=req.repeats, cpu_only=req.cpu_only, threshold_pct=req.threshold_pct,
-        alpha=req.alpha,
+        alpha=req.alpha, measure_anyway=True,
     ), emit)  # fmt: skip
     cmp = outcome.comparison
+    assert cmp is not None  # measure_anyway: always measured
     v = _verdict(cmp, req.metric)
-    slowdown = _slowdown(v, v.candidate_median / v.baseline_median)
+    slowdown = _slowdown(v, 1 + v.delta_pct / 100)  # paired: the geometric mean of ratios
     if midpoint is None:
         return _Measured("bad" if v.marker == "🐢" else "good", cmp, v, slowdown)
     if v.ci_low is None or v.ci_high is None:
@@ -180,6 +245,27 @@ def _measure(
     low, high = sorted((_slowdown(v, v.ci_low), _slowdown(v, v.ci_high)))
     verdict: BisectVerdict = "bad" if low > midpoint else "good" if high < midpoint else "undecided"
     return _Measured(verdict, cmp, v, slowdown)
+
+
+def _code(
+    client: Client, settings: Settings, req: BisectRequest, commit: str, emit: Emit
+) -> str | None:
+    """The identity of the code `commit`'s compiler makes for the system (its toolchain and
+    image from the caches, as the bench of it would build them); None when it has none."""
+    system = load_system(req.system, settings.recipes_dirs)
+    tag = toolchain_for(client, settings, llvm=commit, emit=emit)
+    assert tag is not None, commit
+    if isinstance(system, ResolvedKernel):
+        image = kernels.ensure(client, settings, tag, system.program, emit)
+        return kernels.code_identity(client, image, system.program)
+    record = build_gromacs(client, settings, "dev", toolchain_tag=tag, emit=emit)
+    try:
+        _, codegen = image_codegen(client, settings, record.tag, emit)
+    except UserError as exc:
+        emit(Caution(f"{commit[:12]} has no code identity, so it is measured: {exc.message}"))
+        return None
+    lines = sorted(f"{k.unit} {k.arch} {k.name} {k.sha256}\n" for k in codegen.kernels.values())
+    return hashlib.sha256("".join(lines).encode()).hexdigest()
 
 
 def _slowdown(v: Verdict, ratio: float) -> float:
@@ -243,9 +329,12 @@ def _save(db: Database, record: Bisect) -> None:
         conn.execute(bisects.insert().values(**row))
 
 
-def _step(db: Database, record: Bisect, commit: str, measured: _Measured | None, note: str) -> None:
+def _step(
+    db: Database, record: Bisect, commit: str, measured: _Measured | None, note: str,
+    verdict: BisectVerdict = "skip",
+) -> None:  # fmt: skip
     step = BisectStep(
-        step=len(record.steps), commit=commit, verdict="skip", note=note,
+        step=len(record.steps), commit=commit, verdict=verdict, note=note,
         at=datetime.now(UTC).isoformat(),
     )  # fmt: skip
     if measured is not None:
