@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from orchestrator.parsers.categories import CATEGORIES, base_name
 from orchestrator.results.codegen_diff import CodegenDiff, short_name
 from orchestrator.results.stats import Verdict
+from orchestrator.results.verdicts import adjust_for_many_categories, verdict
 from orchestrator.runs.store import Run
 
 Status = Literal["changed", "unchanged", "unknown"]
@@ -183,8 +184,6 @@ def judge(
     `weights`: each control's share of the time. Both kinds of verdicts are corrected for
     the number of changed names (Benjamini–Hochberg), so the two differ by the control alone.
     """
-    # compare.py holds Comparison, which holds Controlled: imported here, not at the top.
-    from orchestrator.results.compare import adjust_for_many_categories, verdict
 
     def test(b: Sequence[float], c: Sequence[float]) -> Verdict:
         return verdict(b, c, paired=paired, higher_is_better=False,

@@ -12,15 +12,9 @@ from __future__ import annotations
 from orchestrator.core.errors import UsageError
 from orchestrator.parsers.kernelbench import TUNE_CACHE_FILE, optimum_shift, parse_bytes
 from orchestrator.results.busy import screen
-from orchestrator.results.compare import (
-    Comparison,
-    adjust_for_many_categories,
-    bench_pairs,
-    noise_lines,
-    silence,
-    verdict,
-)
+from orchestrator.results.compare import Comparison, bench_pairs, noise_lines, silence
 from orchestrator.results.stats import Verdict
+from orchestrator.results.verdicts import adjust_for_many_categories, verdict
 from orchestrator.runs.store import Run
 
 
