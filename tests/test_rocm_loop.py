@@ -3,15 +3,17 @@
 A mini llvm-project (`tests/mini_llvm.py`) stands in for the user's LLVM: its clang
 forwards to Debian's clang-21 (the stable image's HIP compiler), adding the device
 options its ExtraFlags.cpp names. Its first commit adds nothing. Then the working tree
-adds `-fno-unroll-loops` to device code, uncommitted, and `nox -s bench -- --llvm
-<checkout>` runs the whole loop as a user's shell does (on the CPU: there is no GPU
-here): the toolchain rebuilds that one file, GROMACS only its HIP units from the compile
-cache, both sides run interleaved, the codegen summary and the verdict are printed and
-reach a real local webhook. The kernels `codegen diff` calls changed are checked against
-an independent compile of some units with and without the option; the same bench again
-builds nothing. This is CI's one dev build from the compile cache; a stand-in that adds
-nothing (changing no kernel at all) is one more HIP compile, run on request
-(`-m full_compile`).
+adds `-fno-unroll-loops` to the device code of the LINCS unit only, uncommitted, and
+`nox -s bench -- --llvm <checkout>` runs the whole loop as a user's shell does (on the
+CPU: there is no GPU here): the toolchain rebuilds that one file, GROMACS only its HIP
+units from the compile cache, the codegen summary comes as soon as the dev image exists
+and names the four changed `lincsKernel`s, the bench warns that a water box never runs
+them (SETTLE) and names water_lincs, both sides run interleaved, and the verdict is
+printed and reaches a real local webhook. The kernels `codegen diff` calls changed are
+checked against an independent compile of some units with and without the option;
+`--system auto` picks water_lincs; the same bench again builds nothing. Benching the
+first commit (which adds nothing) builds GROMACS once more and stops at the codegen
+diff: no kernel changed, no container runs. These are CI's two ROCm dev builds.
 """
 
 from __future__ import annotations
@@ -37,15 +39,19 @@ from orchestrator.core.events import Event
 from orchestrator.images.provenance import ImageRecord, load_lockfile, lockfile_path
 from orchestrator.images.toolchain_llvm import ensure_toolchain_llvm
 from orchestrator.results.codegen_diff import CodegenDiff
+from orchestrator.runs.database import Database, benches
 from orchestrator.runs.store import RunStore
 from orchestrator.workflows.bench import BenchRequest, bench
 from orchestrator.workflows.codegen import codegen_diff
+from orchestrator.workflows.placement import changed_families
 from orchestrator.workflows.rebuild import find_lockfile
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parent.parent
 OPTION = "-fno-unroll-loops"
+#: The only unit whose device code gets `OPTION`: the change touches LINCS kernels only.
+LINCS_UNIT = "lincs_gpu_internal_hip"
 #: Units compiled independently (small ones: the nbnxm bodies take 30+ s each).
 UNITS = (
     "src/gromacs/mdlib/leapfrog_gpu_internal_hip.cpp",
@@ -113,8 +119,9 @@ class Bench:
 
 @pytest.fixture(scope="module")
 def dirty(engine: Any, loop: Loop, rocm_stable: Any) -> Bench:
-    """`bench --llvm <checkout>` with the option added in the working tree, uncommitted."""
-    loop.llvm.edit(device_flags=[OPTION])
+    """`bench --llvm <checkout>` with the option added to the LINCS unit's device code in
+    the working tree, uncommitted, on a water box (which never runs LINCS)."""
+    loop.llvm.edit(device_flags=[OPTION], device_units=[LINCS_UNIT])
     with json_webhook() as (url, received):
         proc = cli(loop, "bench", "--llvm", str(loop.llvm.path), "--cpu-only", "--system",
                    "water:3k", "--steps", "500", "--repeats", "2",
@@ -143,6 +150,14 @@ def test_dirty_tree_bench_runs_the_whole_loop(loop: Loop, rocm_stable: Any, dirt
     assert headline, out
     assert "codegen (kernels changed / unchanged / only in one build):" in out
     assert re.search(r"^  pme_solve: code unchanged \(\d+ kernels identical\)", out, re.M), out
+    early = re.search(r"codegen after ([\d.]+) s: 4 of (\d+) kernels changed", said)
+    first_run = said.index("__water-3k-pme__")  # the first run's line names it
+    assert early and said.index(early.group(0)) < first_run, said[-3000:]
+    warned = re.search(
+        r"the changed kernels \(lincs: lincsKernel<[^)]*\) do not run on a GPU in "
+        r"water:3k:pme \(by [^)]*\): systems that run them: ([\w:, ]+);", said
+    )  # fmt: skip
+    assert warned and "water_lincs:3k" in warned.group(1).split(", "), said[-3000:]
     verdicts = [p for p in dirty.received if "headline" in json.dumps(p)]
     assert verdicts and headline.group(0) in json.dumps(verdicts[-1])
     assert dirty.url not in out + said  # the webhook URL is a secret
@@ -158,23 +173,6 @@ def test_dirty_tree_bench_runs_the_whole_loop(loop: Loop, rocm_stable: Any, dirt
         assert result.finished and result.ns_per_day
         assert result.llvm_commit == f"{short}-dirty"
         assert result.compiler_version == version_line(f"{commit}-dirty", str(loop.llvm.path))
-
-
-def test_changed_kernels_are_those_an_independent_compile_changes(
-    engine: Any, loop: Loop, rocm_stable: Any, dirty: Bench
-) -> None:
-    _, _, result = codegen_diff(engine, loop.settings, rocm_stable.tag, dirty.dev.tag)
-    independent = compile_units(engine, loop.settings, rocm_stable)
-    ours = {(unit, name) for unit, name in changed(result) if unit in UNITS}
-    assert independent and ours == independent, (sorted(ours), sorted(independent))
-    assert result.code_unchanged("pme_solve")  # PME solve has no loop to unroll
-    assert not result.code_unchanged("other")  # leap-frog, LINCS and SETTLE have
-    shown = cli(loop, "codegen", "diff", rocm_stable.build, dirty.dev.build, "--kernel",
-                "leapFrogKernel", "--asm")  # fmt: skip
-    assert shown.returncode == 0, shown.stderr[-2000:]
-    assert f"A: {rocm_stable.tag}" in shown.stdout and "other: " in shown.stdout
-    assert re.search(r"^--- gromacs:stable-\S+ _Z", shown.stdout, re.M), shown.stdout[:2000]
-    assert re.search(r"^[-+][a-z]\w* ", shown.stdout, re.M)  # instruction lines differ
 
 
 def test_the_same_bench_again_builds_nothing_and_can_be_its_own_baseline(
@@ -201,19 +199,37 @@ def test_the_same_bench_again_builds_nothing_and_can_be_its_own_baseline(
     assert lock.record.id == dirty.dev.id == engine.images.get("gromacs:dev-current").id
 
 
-@pytest.mark.full_compile
-def test_a_stand_in_adding_nothing_changes_no_kernel(
+def test_a_stand_in_adding_nothing_changes_no_kernel_and_measures_nothing(
     engine: Any, loop: Loop, rocm_stable: Any, dirty: Bench
 ) -> None:
-    """The working tree back at the first commit: its toolchain adds nothing, so the dev
-    image built with it (one more HIP compile) has every kernel of the stable image."""
-    loop.llvm.edit(device_flags=[])
-    proc = cli(loop, "build", "dev", "--llvm", str(loop.llvm.path))
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    """`bench --llvm <first commit>` (its toolchain adds nothing): GROMACS is built once
+    more (its HIP units), the codegen diff finds every kernel identical, and the bench
+    ends there, with no container run, exit 0, recorded and posted as `nothing measured`."""
+    first = loop.llvm.git("rev-list", "--max-parents=0", "HEAD")
+    with json_webhook() as (url, received):
+        proc = cli(loop, "bench", "--llvm", first[:12], "--cpu-only", "--system", "water:3k",
+                   ORCH_WEBHOOK_URL=url, ORCH_WEBHOOK_FORMAT="json")  # fmt: skip
     said = proc.stderr + proc.stdout
+    assert proc.returncode == 0, said[-3000:]
+    assert proc.stdout.rstrip().endswith("no kernel changed: nothing to measure"), proc.stdout
+    assert "pair 1 of" not in said and "__water-3k-pme__" not in said
     built = re.search(r"tagged (gromacs:dev-llvm-[0-9a-f]{8}-\d{8}-\d{4})", said)
     assert built, said[-3000:]
     dev = load_lockfile(lockfile_path(loop.settings.results_dir, built.group(1))).record
+    runs = RunStore(loop.settings.results_dir)
+    assert not [p for p in runs.runs() if p.name.startswith(f"{dev.build}__")]  # no container
+    timing = re.search(r"done: ([\d.]+) s in all, the codegen summary after ([\d.]+) s: "
+                       r"0\.0 s in 0 container runs", said)  # fmt: skip
+    assert timing, said[-2000:]
+    build_seconds = _build_seconds(said)
+    print(f"no-op bench: {timing.group(1)} s in all, GROMACS dev build {build_seconds:.0f} s, "
+          f"codegen summary at {timing.group(2)} s")  # fmt: skip
+    assert [p["data"]["verdict"] for p in received if p.get("event") == "verdict"] == [
+        "nothing measured"
+    ]
+    mine = benches.select().where(benches.c.candidate == dev.build)
+    rows = Database.of(loop.settings).query(mine)
+    assert [(r.verdict, r.runs, r.changed_kernels) for r in rows] == [("nothing measured", 0, 0)]
     _assert_only_hip_units_compiled(loop.settings, rocm_stable, dev)
     _, _, same = codegen_diff(engine, loop.settings, rocm_stable.tag, dev.tag)
     assert not same.changed, same.changed[:3]
@@ -222,6 +238,52 @@ def test_a_stand_in_adding_nothing_changes_no_kernel(
     _, _, back = codegen_diff(engine, loop.settings, dirty.dev.tag, dev.tag)
     _, _, forth = codegen_diff(engine, loop.settings, rocm_stable.tag, dirty.dev.tag)
     assert changed(back) == changed(forth) and changed(back)
+
+
+def test_system_auto_picks_the_system_that_runs_the_changed_kernels(
+    engine: Any, loop: Loop, dirty: Bench
+) -> None:
+    """The same dirty tree with `--system auto`: only LINCS kernels changed, and the
+    cheapest system that runs them is water_lincs (with -update gpu on a GPU; not added
+    with --cpu-only, where they are host runs)."""
+    loop.said.clear()
+    req = BenchRequest(llvm=str(loop.llvm.path), cpu_only=True, system="auto", steps=200,
+                       repeats=2)  # fmt: skip
+    outcome = bench(engine, loop.settings, req, emit=loop.emit)
+    said = "\n".join(loop.said)
+    assert "--system auto: water_lincs:3k runs lincs (from its options (-update gpu))" in said
+    assert "--cpu-only: not adding -update gpu (GPU options) to water_lincs:3k" in said
+    assert outcome.comparison is not None and outcome.comparison.system == "water_lincs:3k"
+    assert outcome.runs == 4 and outcome.verdict in ("faster", "slower", "no change")
+
+
+def test_changed_kernels_are_those_an_independent_compile_changes(
+    engine: Any, loop: Loop, rocm_stable: Any, dirty: Bench
+) -> None:
+    """The option changes kernels of the leap-frog, LINCS and SETTLE units when compiled
+    into each (the independent compile); the stand-in gives it to the LINCS unit only, so
+    exactly the LINCS unit's changed kernels are changed in the dev build."""
+    _, _, result = codegen_diff(engine, loop.settings, rocm_stable.tag, dirty.dev.tag)
+    independent = compile_units(engine, loop.settings, rocm_stable)
+    assert {unit for unit, _ in independent} > {u for u in UNITS if LINCS_UNIT in u}
+    lincs = {(unit, name) for unit, name in independent if LINCS_UNIT in unit}
+    assert len(lincs) == 4 and changed(result) == lincs, (sorted(changed(result)), sorted(lincs))
+    assert changed_families(result).keys() == {"lincs"}
+    assert result.code_unchanged("pme_solve")  # PME solve has no loop to unroll
+    assert not result.code_unchanged("other")  # LINCS has
+    shown = cli(loop, "codegen", "diff", rocm_stable.build, dirty.dev.build, "--kernel",
+                "lincsKernel", "--asm")  # fmt: skip
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert f"A: {rocm_stable.tag}" in shown.stdout and "other: " in shown.stdout
+    assert re.search(r"^--- gromacs:stable-\S+ _Z", shown.stdout, re.M), shown.stdout[:2000]
+    assert re.search(r"^[-+][a-z]\w* ", shown.stdout, re.M)  # instruction lines differ
+
+
+def _build_seconds(said: str) -> float:
+    """The GROMACS dev build's seconds, from the console's last build-ended line (the
+    toolchain was built before: this bench builds GROMACS only)."""
+    ended = re.findall(r"^built \S+ as \S+ in ([\d.]+) s", said, re.M)
+    return float(ended[-1]) if ended else float("nan")
 
 
 def _assert_only_hip_units_compiled(settings: Any, stable: Any, dev: ImageRecord) -> None:
