@@ -1,7 +1,9 @@
 """`bisect` for real on the CPU platform: a mini llvm-project with a slowdown planted at a
-known commit and a commit that does not build, bisected with the bandwidth kernel recipe
-(each step builds that commit's clang and the kernel with it, in seconds); then `history`
-and `report --html` show the step, from the results database the runs were recorded in."""
+known commit, a commit that does not build and a commit that changes the compiler but not
+the code it makes, bisected with the bandwidth kernel recipe (each step builds that
+commit's clang and the kernel with it, in seconds; the no-op commit's kernel is the good
+end's, byte for byte, so it runs nothing); then `history` and `report --html` show the
+step, from the results database the runs were recorded in."""
 
 from __future__ import annotations
 
@@ -26,6 +28,20 @@ SYSTEM = "bandwidth:8MiB"  # a size no other test uses: its history is this test
 #: -O0 for the compiler proper: the driver puts -Xclang's arguments after its own -O3, and
 #: cc1 takes the last -O, so the -O3 of the recipe cannot undo it (read-only 53 → 22 GB/s).
 SLOW = ["-Xclang", "-O0"]
+#: A different code at the same speed: a stack canary in every function's prologue and
+#: epilogue (the bad end's code must differ from the planted commit's, or the planted
+#: commit would take the bad end's verdict without runs and `history` would not see it).
+OTHER_CODE = ["-fstack-protector-all"]
+
+
+def _no_op(repo: Any, message: str) -> str:
+    """A commit that fixes the driver and adds a comment to it: no flag, the good end's code."""
+    repo.edit()
+    driver = repo.path / "clang/lib/Driver/Driver.cpp"
+    driver.write_text(driver.read_text() + "// No functional change.\n")
+    repo.git("add", "-A")
+    repo.git("commit", "--quiet", "-m", message)
+    return str(repo.head())
 
 
 def _broken(repo: Any, message: str) -> str:
@@ -48,12 +64,16 @@ def test_bisect_finds_the_planted_commit_and_skips_the_one_that_does_not_build(
     good = repo.head()
     repo.commit("Neutral: define a macro", host_flags=["-DGMXBENCH_NEUTRAL=1"])
     broken = _broken(repo, "Break the driver's build")
-    repo.commit("Fix the build", host_flags=["-DGMXBENCH_NEUTRAL=3"])
+    no_op = _no_op(repo, "Fix the build; a comment in the driver")
     planted = repo.commit("The slowdown", host_flags=SLOW)
-    bad = repo.commit("Neutral after it", host_flags=[*SLOW, "-DGMXBENCH_NEUTRAL=4"])
+    bad = repo.commit("Other code after it", host_flags=[*SLOW, *OTHER_CODE])
     settings = cpu_settings.model_copy(update={"llvm_source": str(repo.path)})
 
-    outcome = bisect(engine, settings, BisectRequest(good=good, bad=bad, system=SYSTEM, repeats=5))
+    said: list[Any] = []
+    request = BisectRequest(good=good, bad=bad, system=SYSTEM, repeats=5)
+    outcome = bisect(engine, settings, request, said.append)
+    texts = [getattr(event, "text", "") for event in said]
+    assert "--repeats 5: 6 pairs instead" in "\n".join(texts)  # ABBA needs an even number
     found, text = outcome.record, bisect_text(outcome.record)
     assert found.first_bad == planted, text
     assert outcome.first_bad is not None and outcome.first_bad.ns_per_day.marker == "🐢"
@@ -61,6 +81,12 @@ def test_bisect_finds_the_planted_commit_and_skips_the_one_that_does_not_build(
     assert found.steps[0].delta_pct is not None and found.steps[0].delta_pct < -20, text
     by_commit = {s.commit: s for s in found.steps}
     assert by_commit[broken].verdict == "skip" and "does not build" in by_commit[broken].note
+    # the no-op commit took the good end's verdict without running anything
+    same = by_commit[no_op]
+    assert same.verdict == "good" and same.note == f"code identical to {good}", text
+    assert same.pairs == 0 and same.candidate_group is None, text
+    tag = f"{found.bisect_id.removeprefix('bisect-')}-s{same.step}"
+    assert not list(cpu_settings.results_dir.glob(f"*{tag}*")), tag
     order = subprocess.run(
         ["git", "-C", str(repo.path), "rev-list", "--reverse", f"{good}..{bad}"],
         capture_output=True, text=True, check=True,
@@ -77,11 +103,9 @@ def test_bisect_finds_the_planted_commit_and_skips_the_one_that_does_not_build(
     assert series.metric == "ro_peak" and series.ordered_by.startswith("commit date")
     keys = [p.key for p in series.points]
     assert planted[:8] in keys and good[:8] == keys[0], keys
-    # the planted step is the first change point and nothing before it is flagged; a later
-    # flag between two slow builds measured minutes apart (unpaired) is the machine's noise
-    flagged = [p.key for p in series.change_points]
-    assert flagged[0] == planted[:8], history_text(series)
-    assert all(keys.index(k) >= keys.index(planted[:8]) for k in flagged), history_text(series)
+    assert no_op[:8] not in keys, keys  # it ran nothing
+    # exactly one change point, at the planted commit
+    assert [p.key for p in series.change_points] == [planted[:8]], history_text(series)
     assert f"change point at {planted[:8]}" in history_text(series)
 
     # the same through the commands a person types, and the page in a real browser
