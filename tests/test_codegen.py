@@ -731,9 +731,7 @@ def test_asm_mode_in_image(engine: Any, hip_image: str, hip_tools: dict[str, str
                       name=[*names, "_Z7missingv"])  # fmt: skip
     code, out, err = _in_container(engine, hip_image, argv, files)
     assert code == 0, err
-    assert json.loads(out) == {
-        n: "\n".join(probe.gpu_normalise(blocks[n])) + "\n" for n in names
-    }
+    assert json.loads(out) == {n: "\n".join(probe.gpu_normalise(blocks[n])) + "\n" for n in names}
 
 
 @pytest.mark.engine
