@@ -207,6 +207,25 @@ def test_history_orders_by_commit_date_and_flags_the_planted_change(
     assert by_time.ordered_by == "first run" and by_time.points[0].key == commits[-1][:8]
 
 
+def test_history_of_a_category_leaves_out_runs_that_spent_no_time_in_it(
+    db_url: str, tmp_path: Path
+) -> None:
+    """A build that does not use a category (0 ms: a GPU run has no CPU FFT) has no value
+    for it: the series skips those runs instead of failing on the log of a zero ratio."""
+    runs, db = _store(tmp_path), Database(db_url)
+    unused = cycle_breakdown(parse_mdlog(LOG))
+    unused.categories["pme_spread"] = unused.categories["pme_spread"].model_copy(
+        update={"total_ms": 0.0}
+    )
+    for i in range(2):
+        path = _save(runs, f"gpu__water__t-r{i + 1}", llvm_commit="fedcba98", ns_per_day=95.0)
+        RunStore.save_breakdown(path, unused)
+    import_runs(db, runs)
+    series = history.load_series(db, "water", "pme_spread")
+    assert [(p.key, p.runs) for p in series.points] == [("abcdef12", 3)]
+    assert {p.key for p in history.load_series(db, "water").points} == {"abcdef12", "fedcba98"}
+
+
 def test_history_by_category_metric_and_kernel_with_clear_refusals(
     db_url: str, tmp_path: Path
 ) -> None:

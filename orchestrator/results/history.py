@@ -141,7 +141,9 @@ def load_series(
         elif name in CATEGORIES:
             unit, higher = "ms", False
             stmt = select(*columns, categories.c.total_ms.label("value")).join(categories)
-            stmt = stmt.where(done & (categories.c.category == name))
+            # a run whose build does not use the category (0 ms: no FFT kernels on a GPU
+            # run) has no value for it, as in `compare`; a ratio of 0 has no log
+            stmt = stmt.where(done & (categories.c.category == name) & (categories.c.total_ms > 0))
         else:
             found = db.query(
                 select(metrics.c.unit, metrics.c.better).join(runs)
