@@ -27,6 +27,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from benchmarks.simulation import seed_of
 from orchestrator.results.controlled import judge
 from orchestrator.results.paired import baseline_first
 
@@ -96,10 +97,6 @@ def _fires(marker: str, effect: float) -> bool:
     return marker != "•" if effect == 0 else marker == "🚀"
 
 
-def _seed(*parts: object) -> int:
-    return sum((i + 1) * ord(ch) for i, ch in enumerate(repr(parts))) + 7919 * len(repr(parts))
-
-
 @dataclass(frozen=True)
 class ControlCell:
     """One condition: the controlled and the raw rule on the same data sets."""
@@ -112,7 +109,7 @@ class ControlCell:
 
     def run(self) -> dict[str, float]:
         """Share of trials in which each rule fired."""
-        rng = random.Random(_seed(self))
+        rng = random.Random(seed_of(self))
         hits = dict.fromkeys(RULES, 0)
         weights = dict(zip(NAMES, TIMES, strict=True))
         for _ in range(self.trials):

@@ -187,7 +187,8 @@ def fires(outcome: Outcome, effect: float) -> bool:
     return outcome is not None if effect == 0 else outcome == "faster"
 
 
-def _seed(*parts: object) -> int:
+def seed_of(*parts: object) -> int:
+    """A seed from a cell's fields: the same cell draws the same data in every process."""
     return sum((i + 1) * ord(ch) for i, ch in enumerate(repr(parts))) + 7919 * len(repr(parts))
 
 
@@ -204,7 +205,7 @@ class Cell:
 
     def run(self) -> dict[str, float]:
         """Share of trials in which each rule fired."""
-        rng = random.Random(_seed(self))
+        rng = random.Random(seed_of(self))
         hits = dict.fromkeys(self.rules, 0)
         for _ in range(self.trials):
             base, cand = simulate(rng, self.pairs, self.cv, self.effect, self.scenario)
@@ -224,7 +225,7 @@ class ReportCell:
     trials: int
 
     def run(self) -> dict[str, float]:
-        rng = random.Random(_seed(self))
+        rng = random.Random(seed_of(self))
         hits = dict.fromkeys(MANY_RULES, 0)
         for _ in range(self.trials):
             base, cand = simulate(rng, self.pairs, self.cv, self.effect, self.scenario, CATEGORIES)
@@ -248,7 +249,7 @@ class AutoCell:
     plan: RepeatPlan = AUTO
 
     def run(self) -> dict[str, float]:
-        rng = random.Random(_seed(self))
+        rng = random.Random(seed_of(self))
         hits, pairs_used = 0, 0
         for _ in range(self.trials):
             base, cand = simulate(rng, self.plan.most, self.cv, self.effect, self.scenario)
@@ -274,7 +275,7 @@ class DetectableCell:
     paired: bool = True
 
     def run(self) -> dict[str, float]:
-        rng = random.Random(_seed(self))
+        rng = random.Random(seed_of(self))
         judge = compare_pairs if self.paired else compare_samples
         stated = []
         for _ in range(self.trials):
@@ -308,7 +309,7 @@ class BusyCell:
     trials: int
 
     def run(self) -> dict[str, float]:
-        rng = random.Random(_seed(self))
+        rng = random.Random(seed_of(self))
         fired = ignored = busy = pairs_run = 0
         for _ in range(self.trials):
             base, cand, flags = simulate_flagged(
