@@ -94,7 +94,7 @@ def too_busy(verdict: Verdict, why: str) -> Verdict:
 
 def shared(run: Run) -> bool:
     """The noise sampler flagged this run (a run recorded before it existed is not)."""
-    return run.result.noise is not None and bool(run.result.noise.warnings)
+    return run.result.noise is not None and run.result.noise.shared
 
 
 @dataclass

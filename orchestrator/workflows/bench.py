@@ -363,7 +363,7 @@ def _keep_clean(
     """Add a pair's values to the clean ones, or say why it is left out (`results.busy`):
     a run that shared the machine measured its neighbours too, so its pair is measured
     again while the budget of `most` extra pairs lasts."""
-    shared = [(r, r.noise.warnings[0]) for r in runs_of_pair if r.noise and r.noise.warnings]
+    shared = [(r, r.noise.warnings[0]) for r in runs_of_pair if r.noise and r.noise.shared]
     if not shared:
         base_run, cand_run = runs_of_pair if baseline_first(pair) else runs_of_pair[::-1]
         clean[0].append(base_run.headline_value() or 0.0)
@@ -398,7 +398,7 @@ def diff(
     builds' codegen diff, changed kernels are also judged against the unchanged ones."""
     emit(Step("diff"))
     results = RunStore(settings.results_dir)
-    comparison = compare_groups(
+    return compare_groups(
         results.finished(groups.baseline, emit),
         results.finished(groups.candidate, emit),
         threshold_pct=req.threshold_pct,
@@ -407,5 +407,3 @@ def diff(
         store=results,
         codegen=codegen,
     )
-    comparison.codegen = codegen
-    return comparison
