@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from orchestrator.core.errors import UsageError
-from orchestrator.core.settings import load_settings
+from orchestrator.core.settings import environment_of, load_settings, with_gpu_arch
 from orchestrator.platforms import active
 from orchestrator.platforms.cpu import CpuPlatform
-from orchestrator.platforms.rocm import RocmPlatform, gpu_arch, rocm_path
+from orchestrator.platforms.rocm import RocmPlatform, gpu_arch, gpu_archs, rocm_path
 
 DEFAULT_CPU_BASE, DEFAULT_ROCM_BASE = CpuPlatform.default_base, RocmPlatform.default_base
 
@@ -73,7 +73,13 @@ def test_pyproject_table(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Non
             "ORCH_PLATFORM (got 'cuda'): Input should be 'auto', 'rocm' or 'cpu'",
         ),
         ("ORCH_SIMD", "AVX3", "ORCH_SIMD (got 'AVX3'): must be one of None, SSE2"),
-        ("ORCH_GPU_ARCH", "rdna4", "ORCH_GPU_ARCH (got 'rdna4'): must look like gfx1201"),
+        ("ORCH_GPU_ARCH", "rdna4", "ORCH_GPU_ARCH (got 'rdna4'): 'rdna4' is not a GPU target"),
+        (
+            "ORCH_GPU_ARCH",
+            "gfx1201,gfx94x",
+            "ORCH_GPU_ARCH (got 'gfx1201,gfx94x'): 'gfx94x' is not a GPU target: each entry "
+            "must look like gfx1201 or gfx90a",
+        ),
         ("ORCH_BASE_IMAGE", "Bad Image!", "ORCH_BASE_IMAGE (got 'Bad Image!'): must be an image"),
         ("ORCH_JOBS", "zero", "ORCH_JOBS (got 'zero')"),
     ],
@@ -172,3 +178,33 @@ def test_a_tarball_is_its_content_wherever_it_lies(tmp_path: Path) -> None:
     assert compile_cache_id("rocm", "sha256:ab", here) != compile_cache_id(
         "rocm", "sha256:ab", other
     )
+
+
+def test_gpu_targets_are_a_list_in_order_without_duplicates(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`ORCH_GPU_ARCH=gfx1201,gfx942` (or a TOML list): one field, the primary target
+    first; the same list from the environment, a file, and `--gpu-arch`."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ORCH_GPU_ARCH", " gfx1201, gfx942,gfx90a,gfx1201,gfx1100")
+    s = load_settings()
+    assert s.gpu_arch == "gfx1201,gfx942,gfx90a,gfx1100"
+    assert gpu_archs(s) == ["gfx1201", "gfx942", "gfx90a", "gfx1100"] and gpu_arch(s) == "gfx1201"
+    monkeypatch.delenv("ORCH_GPU_ARCH")
+    (tmp_path / "orchestrator.toml").write_text('gpu_arch = ["gfx942", "gfx90a", "gfx942"]\n')
+    assert gpu_archs(load_settings()) == ["gfx942", "gfx90a"]
+    assert environment_of(load_settings())["ORCH_GPU_ARCH"] == "gfx942,gfx90a"
+    over = with_gpu_arch(load_settings(), "gfx90a,gfx1201")
+    assert gpu_archs(over) == ["gfx90a", "gfx1201"]
+    assert with_gpu_arch(over, None) is over
+    with pytest.raises(UsageError, match=r"--gpu-arch 'gfx90a,sm_90': 'sm_90' is not a GPU"):
+        with_gpu_arch(over, "gfx90a,sm_90")
+
+
+def test_gpu_arch_option_reaches_the_build_and_names_a_bad_entry(tmp_path: Path) -> None:
+    """`build --gpu-arch` is parsed before anything is built: a bad entry is one line
+    naming it, exit 2, no traceback."""
+    proc = _cli("build", "stable", "--gpu-arch", "gfx1201,navi48", env={"ORCH_PLATFORM": "rocm"},
+                cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert "'navi48' is not a GPU target" in proc.stderr and "Traceback" not in proc.stderr

@@ -12,7 +12,7 @@ from orchestrator.cli.common import Commands
 from orchestrator.cli.console import Console
 from orchestrator.core import engine
 from orchestrator.core.errors import UsageError
-from orchestrator.core.settings import Settings
+from orchestrator.core.settings import Settings, with_gpu_arch
 from orchestrator.images import blocks, catalog, lint
 from orchestrator.images.base import load_base_lock, make_base
 from orchestrator.images.gromacs import build_gromacs
@@ -43,6 +43,7 @@ def register(sub: Commands) -> None:
         help="with `toolchain --llvm`: what building that commit would compile and link "
         "(ninja -n in the workspace, configured as a build), building nothing",
     )  # fmt: skip
+    gpu_arch_option(p)
     p.set_defaults(handler=build)
 
     p = sub.add_parser("images", help="list the project's images with their provenance")
@@ -71,6 +72,15 @@ def register(sub: Commands) -> None:
     p.set_defaults(handler=lint_templates)
 
 
+def gpu_arch_option(p: argparse.ArgumentParser) -> None:
+    """`--gpu-arch LIST`: the GPU targets of the GROMACS builds a command makes."""
+    p.add_argument(
+        "--gpu-arch", default=None, metavar="LIST",
+        help="GPU targets of ROCm builds, comma-separated, primary first (gfx1201,gfx942); "
+        "replaces ORCH_GPU_ARCH",
+    )  # fmt: skip
+
+
 def base(args: argparse.Namespace, settings: Settings, console: Console) -> int:
     client, lock, tag = engine.connect(), None, args.tag
     if args.from_lock is not None:
@@ -83,6 +93,7 @@ def base(args: argparse.Namespace, settings: Settings, console: Console) -> int:
 
 
 def build(args: argparse.Namespace, settings: Settings, console: Console) -> int:
+    settings = with_gpu_arch(settings, args.gpu_arch)
     client = engine.connect()
     if args.plan:
         if args.what != "toolchain" or not args.llvm:

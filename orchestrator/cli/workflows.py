@@ -10,9 +10,10 @@ from tabulate import tabulate
 
 from orchestrator.cli.common import Commands, executor_option, verdict_options, with_executor
 from orchestrator.cli.console import Console
+from orchestrator.cli.images import gpu_arch_option
 from orchestrator.core import engine
 from orchestrator.core.events import Step
-from orchestrator.core.settings import Settings
+from orchestrator.core.settings import Settings, with_gpu_arch
 from orchestrator.results.report import bisect_text, render, webhook_text
 from orchestrator.workflows import share as sharing
 from orchestrator.workflows.bench import BenchRequest, bench
@@ -49,6 +50,7 @@ def register(sub: Commands) -> None:
     p.add_argument("--repeats", default="auto", help="interleaved pairs: N, auto, auto:MAX")
     p.add_argument("--no-llvm-rebuild", action="store_true")
     p.add_argument("--no-gmx-rebuild", action="store_true")
+    gpu_arch_option(p)
     executor_option(p)
     verdict_options(p)
     p.set_defaults(handler=run_bench, mdrun_args=[])
@@ -63,6 +65,7 @@ def register(sub: Commands) -> None:
     )
     p.add_argument("--steps", type=int, default=None)
     p.add_argument("--cpu-only", action="store_true", help="GPU builds on the host CPU only")
+    gpu_arch_option(p)
     executor_option(p)
     verdict_options(p)
     p.set_defaults(handler=run_bisect)
@@ -97,7 +100,8 @@ def register(sub: Commands) -> None:
 
 def run_bench(args: argparse.Namespace, settings: Settings, console: Console) -> int:
     request = BenchRequest(**{k: v for k, v in vars(args).items() if k in BENCH_FIELDS})
-    outcome = bench(engine.connect(), with_executor(settings, args), request, console)
+    settings = with_gpu_arch(with_executor(settings, args), args.gpu_arch)
+    outcome = bench(engine.connect(), settings, request, console)
     cmp = outcome.comparison
     if cmp is None:
         codegen = outcome.codegen
@@ -119,7 +123,8 @@ def run_bisect(args: argparse.Namespace, settings: Settings, console: Console) -
         steps=args.steps, cpu_only=args.cpu_only, threshold_pct=args.threshold_pct,
         alpha=args.alpha,
     )  # fmt: skip
-    outcome = bisect(engine.connect(), with_executor(settings, args), request, console)
+    settings = with_gpu_arch(with_executor(settings, args), args.gpu_arch)
+    outcome = bisect(engine.connect(), settings, request, console)
     found = outcome.record
     print(bisect_text(found, args.format), end="")
     if outcome.first_bad is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -44,6 +45,9 @@ SIMD_LEVELS = (
 
 #: AMDGPU code-object versions a dev build can be forced to (`-mcode-object-version`).
 CODE_OBJECT_VERSIONS = (4, 5, 6)
+
+#: One AMD GPU target as LLVM names it (gfx1201, gfx942, gfx90a).
+GFX_TARGET = re.compile(r"gfx[0-9a-f]{3,4}")
 
 IMAGE_REF = re.compile(
     r"^[a-z0-9]+(?:[._/-][a-z0-9]+)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?"
@@ -159,7 +163,9 @@ class Settings(BaseSettings):
         "ROCm image, or Debian's ROCm packages (no registry needed)",
     )
     gpu_arch: str | None = Field(
-        None, description="GPU target (gfx...); detected from the host, else gfx1201"
+        None,
+        description="GPU targets (gfx...), comma-separated: every HIP unit is compiled for "
+        "each, the first is the primary one; unset: the host's GPU, else gfx1201",
     )
     code_object_version: int | None = Field(
         None,
@@ -221,11 +227,14 @@ class Settings(BaseSettings):
             raise ValueError(f"must be one of {', '.join(SIMD_LEVELS)}")
         return value
 
-    @field_validator("gpu_arch")
+    @field_validator("gpu_arch", mode="before")
     @classmethod
-    def _gfx(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"gfx[0-9a-f]{3,4}", value):
-            raise ValueError("must look like gfx1201 or gfx90a")
+    def _gfx(cls, value: Any) -> Any:
+        """`gfx1201,gfx942` (or a TOML list) kept as one comma-joined string, checked."""
+        if value is None:
+            return None
+        if isinstance(value, str | list | tuple):
+            return ",".join(gpu_target_list(value))
         return value
 
     @field_validator("code_object_version")
@@ -274,6 +283,36 @@ class Settings(BaseSettings):
         data["webhook_url"] = "<set>" if self.webhook_url else None
         data["database_url"] = "<set>" if self.database_url else None
         return data
+
+
+def gpu_target_list(value: str | Sequence[str]) -> list[str]:
+    """GPU targets from `gfx1201,gfx942` (or a list), in order, duplicates dropped; a
+    `ValueError` names the entry that is not a gfx target."""
+    parts = value.split(",") if isinstance(value, str) else list(value)
+    targets: list[str] = []
+    for part in parts:
+        name = str(part).strip()
+        if not GFX_TARGET.fullmatch(name):
+            raise ValueError(
+                f"{name!r} is not a GPU target: each entry must look like gfx1201 or gfx90a, "
+                "several separated by commas (gfx1201,gfx942)"
+            )
+        if name not in targets:
+            targets.append(name)
+    return targets
+
+
+def with_gpu_arch(settings: Settings, value: str | None) -> Settings:
+    """`settings` with the GPU targets a command's `--gpu-arch` names (None: as they are)."""
+    if value is None:
+        return settings
+    try:
+        targets = gpu_target_list(value)
+    except ValueError as exc:
+        raise UsageError(
+            f"--gpu-arch {value!r}: {exc}; it replaces ORCH_GPU_ARCH for this command."
+        ) from None
+    return settings.model_copy(update={"gpu_arch": ",".join(targets)})
 
 
 #: Settings that are never written into another process's environment or a job script.

@@ -184,9 +184,10 @@ def code_object_flag(settings: Settings) -> str:
     return f"-mcode-object-version={code_object_version(settings)}"
 
 
-def detect_gpu_arch() -> str | None:
-    """The first GPU's gfx target from the KFD topology (no ROCm tools needed)."""
-    nodes = Path("/sys/class/kfd/kfd/topology/nodes")
+def detect_gpu_arch(sys_root: Path = Path("/")) -> str | None:
+    """The first GPU's gfx target from the KFD topology below `sys_root` (no ROCm tools
+    needed): `gfx_target_version 120001` in a node's properties is gfx1201."""
+    nodes = sys_root / "sys/class/kfd/kfd/topology/nodes"
     if not nodes.is_dir():
         return None
     for props in sorted(nodes.glob("*/properties")):
@@ -204,9 +205,22 @@ def rocm_path(settings: Settings) -> str:
     return stack(settings).rocm_path(settings)
 
 
+def gpu_archs(settings: Settings) -> list[str]:
+    """The GPU targets a build compiles every HIP unit for, the primary one first: the
+    setting (`ORCH_GPU_ARCH=gfx1201,gfx942`), else the host's first GPU, else gfx1201."""
+    if settings.gpu_arch:
+        return settings.gpu_arch.split(",")
+    return [detect_gpu_arch() or DEFAULT_ARCH]
+
+
 def gpu_arch(settings: Settings) -> str:
-    """The GPU target: the setting, else the host's first GPU, else gfx1201."""
-    return settings.gpu_arch or detect_gpu_arch() or DEFAULT_ARCH
+    """The primary GPU target: the first of :func:`gpu_archs`."""
+    return gpu_archs(settings)[0]
+
+
+def offload_flags(targets: Sequence[str]) -> list[str]:
+    """clang's `--offload-arch=` once per target: one build, a code object for each."""
+    return [f"--offload-arch={target}" for target in targets]
 
 
 def _read(path: Path) -> str | None:
@@ -227,8 +241,10 @@ class RocmPlatform(Platform):
     languages = ("C", "CXX", "HIP")
     tested_languages = ("HIP",)
 
-    def __init__(self, dev_root: Path = Path("/dev")) -> None:
+    def __init__(self, dev_root: Path = Path("/dev"), sys_root: Path = Path("/")) -> None:
         self.dev_root = dev_root
+        #: Where /sys is read from (the GPU's target in the KFD topology): a test's tree.
+        self.sys_root = sys_root
 
     def present(self) -> bool:
         return (self.dev_root / "kfd").exists()
@@ -273,7 +289,8 @@ class RocmPlatform(Platform):
         return {"rocm_version": settings.rocm_version, "rocm_stack": "amd"}
 
     def gpu_target(self, settings: Settings) -> str | None:
-        return gpu_arch(settings)
+        """Every target, comma-joined (`gfx1201,gfx942`): the image's `gpu_arch` label."""
+        return ",".join(gpu_archs(settings))
 
     def device_smoke(self, settings: Settings) -> dict[str, str]:
         return {
@@ -338,9 +355,11 @@ class RocmPlatform(Platform):
         return flags
 
     def kernel_compiler(self, settings: Settings, labels: Mapping[str, str]) -> KernelCompiler:
-        """The build's HIP compiler, driven as its GROMACS build drove it, for its GPU."""
+        """The build's HIP compiler, driven as its GROMACS build drove it, for each of its
+        GPU targets (the image's `gpu_arch` label: `gfx1201,gfx942`)."""
         used = STACKS.get(labels.get("rocm_stack") or "", stack(settings))
-        arch = labels.get("gpu_arch") or gpu_arch(settings)
+        label = labels.get("gpu_arch")
+        targets = label.split(",") if label else gpu_archs(settings)
         return KernelCompiler(
             api="hip",
             compiler=labels.get("compiler") or used.stable_hip(settings),
@@ -348,7 +367,7 @@ class RocmPlatform(Platform):
                 "-x",
                 "hip",
                 f"--rocm-path={used.rocm_path(settings)}",
-                f"--offload-arch={arch}",
+                *offload_flags(targets),
                 f"--rocm-device-lib-path={used.device_libs(settings)}",
                 "-O3",
             ],
