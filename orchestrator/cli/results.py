@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,7 +15,6 @@ from orchestrator.core.files import write_atomic
 from orchestrator.core.settings import Settings
 from orchestrator.parsers.categories import CATEGORIES
 from orchestrator.results import history as hist
-from orchestrator.results.codegen_diff import render as codegen_report
 from orchestrator.results.compare import Comparison
 from orchestrator.results.html import render_html
 from orchestrator.results.html_codegen import BenchCodegen
@@ -46,6 +44,10 @@ def register(sub: Commands) -> None:
     v.add_argument("--asm", action="store_true", help="print their code's unified diff")
     v.add_argument("--limit", type=int, default=40, help="changed kernels listed at most")
     v.add_argument("--format", choices=["simple", "markdown"], default="simple")
+    v.add_argument(
+        "--arch", help="GPU target whose kernels to list (default: this host's, else the "
+        "primary one); every target's summary is printed first"
+    )  # fmt: skip
     v.set_defaults(handler=codegen_diff)
 
     p = sub.add_parser("db", help="the results database: import run directories, show where")
@@ -85,17 +87,12 @@ def compare(args: argparse.Namespace, settings: Settings, console: Console) -> i
 
 def codegen_diff(args: argparse.Namespace, settings: Settings, console: Console) -> int:
     client = engine.connect()
-    a, b, result = codegen.codegen_diff(client, settings, args.a, args.b, console)
-    if args.kernel and not args.asm:
-        wanted = re.compile(args.kernel)
-        result = result.model_copy(
-            update={"changed": [k for k in result.changed if wanted.search(k.demangled or k.name)]}
-        )
-    note = result.code_object_note()
-    if note:  # first: it may explain every difference below
-        print(note)
-    print(f"A: {a.label}\nB: {b.label}")
-    print(codegen_report(result, args.format, args.limit, note=False), end="")
+    a, b, targets = codegen.codegen_diff(client, settings, args.a, args.b, console)
+    result, text = codegen.diff_report(
+        a, b, targets, arch=args.arch, host=codegen.host_target(), fmt=args.format,
+        limit=args.limit, kernel=None if args.asm else args.kernel,
+    )  # fmt: skip
+    print(text, end="")
     if args.asm:
         if not args.kernel:
             raise UsageError("--asm prints one kernel's code: say which with --kernel REGEX.")

@@ -8,12 +8,17 @@ cannot owe a timing change to codegen: :func:`code_unchanged` says so, and
 :func:`summary_lines` prints it beside a timing verdict. Builds of different AMDGPU
 code-object versions differ in every kernel's ABI, whatever the compiler change did:
 :func:`code_object_note` says so, first.
+
+A build may hold code for several GPU targets (``--offload-arch`` repeated): each target
+is compared on its own (:func:`diff` with ``arch=``, every one at once in
+`results.codegen_targets`), since a timing is the code of one target, the host's.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -113,11 +118,45 @@ class CategoryDiff(BaseModel):
         return bool(self.unchanged) and not (self.changed or self.only_a or self.only_b)
 
 
+class TargetSummary(BaseModel):
+    """One offload target of a pair of builds, in a line: how many of its kernels changed,
+    or that only one build holds it (`results.codegen_targets`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    arch: str
+    in_a: bool
+    in_b: bool
+    changed: int = 0
+    total: int = 0  # kernels (CPU: functions) of the target in either build
+    occupancy_drops: int = 0
+    more_spills: int = 0
+
+    def text(self, *, host: bool = False) -> str:
+        """``gfx1201: 4 changed of 566`` or ``gfx942: only in B (566 kernels)``."""
+        name = f"{self.arch} (this host)" if host else self.arch
+        if not (self.in_a and self.in_b):
+            return f"{name}: only in {'A' if self.in_a else 'B'} ({self.total} kernels)"
+        extra = [f"{self.occupancy_drops} with lower occupancy"] * bool(self.occupancy_drops)
+        extra += [f"{self.more_spills} with more spills"] * bool(self.more_spills)
+        return f"{name}: {self.changed} changed of {self.total}" + "".join(f", {e}" for e in extra)
+
+
 class CodegenDiff(BaseModel):
+    """Two builds' code compared on one offload target (CPU: the host functions)."""
+
     model_config = ConfigDict(frozen=True)
 
     a: str
     b: str
+    #: The target compared (gfx1201, x86_64); None in a diff made before targets were kept.
+    arch: str | None = None
+    #: True when `arch` is the GPU target of the host that judges (or ran) the timings,
+    #: False when it is the builds' primary target (no GPU here, or not one they hold).
+    host: bool = False
+    #: Every target of either build, summarised (more than one: a multi-target build);
+    #: the verdict is this diff's target's alone, the others are shown beside it.
+    targets: list[TargetSummary] = Field(default_factory=list)
     gpu: bool = True  # GPU kernels (a HIP build), else host functions (a CPU build)
     categories: dict[str, CategoryDiff]
     changed: list[KernelDelta]  # most important first
@@ -170,8 +209,44 @@ def _kernel_delta(key: str, a: KernelCode, b: KernelCode) -> KernelDelta:
     )
 
 
-def diff(a: Codegen, b: Codegen) -> CodegenDiff:
-    """Compare fingerprint A (baseline) with B (candidate), kernel by kernel."""
+def primary_target(a: Sequence[str], b: Sequence[str], preferred: Sequence[str] = ()) -> str:
+    """The target of A's targets `a` and B's `b` that a verdict is judged on when the
+    host's is not known: the first of `preferred` (the candidate image's `gpu_arch`
+    list) both builds hold, else the first
+    of A's targets that B holds too, else A's first (no target in common)."""
+    for arch in [*preferred, *a]:
+        if arch in a and arch in b:
+            return arch
+    return ([*a, *b] or ["unknown"])[0]
+
+
+def target_view(codegen: Codegen, arch: str) -> Codegen:
+    """The fingerprint of `codegen`'s `arch` code alone, keyed as a build for that one
+    target keys it: the mangled name, ``@arch@unit`` only where a name is in several
+    units. A single-target build's view is the build itself, keys included, so a kernel
+    has the same key in a one-target and a many-target build (and in stored diffs)."""
+    mine = [k for k in codegen.kernels.values() if k.arch == arch]
+    if len(mine) == len(codegen.kernels) and codegen.archs in ([arch], []):
+        return codegen
+    names: dict[str, int] = {}
+    for k in mine:
+        names[k.name] = names.get(k.name, 0) + 1
+    kernels = {(k.name if names[k.name] == 1 else f"{k.name}@{arch}@{k.unit}"): k for k in mine}
+    objects = [o for o in codegen.code_objects if o.arch == arch]
+    return codegen.model_copy(update={"archs": [arch], "code_objects": objects,
+                                      "kernels": kernels})  # fmt: skip
+
+
+def diff(a: Codegen, b: Codegen, arch: str | None = None) -> CodegenDiff:
+    """Compare fingerprint A (baseline) with B (candidate), kernel by kernel, on one
+    target: `arch`, or the builds' primary one (:func:`primary_target`). Every target at
+    once, with the per-target summary: `results.codegen_targets.diff_targets`."""
+    arch = arch or primary_target(a.archs, b.archs)
+    return _diff_views(target_view(a, arch), target_view(b, arch), arch)
+
+
+def _diff_views(a: Codegen, b: Codegen, arch: str) -> CodegenDiff:
+    """Two one-target fingerprints compared."""
     buckets: dict[str, dict[str, list[str]]] = {}
 
     def bucket(category: str, kind: str, key: str) -> None:
@@ -204,7 +279,8 @@ def diff(a: Codegen, b: Codegen) -> CodegenDiff:
     return CodegenDiff(
         a=a.build or "A",
         b=b.build or "B",
-        gpu=any(arch.startswith("gfx") for arch in a.archs),
+        arch=arch,
+        gpu=arch.startswith("gfx"),
         categories=categories,
         changed=sorted(changed, key=KernelDelta.sort_key),
         a_code_object_versions=a.code_object_versions,

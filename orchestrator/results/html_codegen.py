@@ -25,6 +25,7 @@ from orchestrator.results.codegen_diff import (
     Pair,
     short_name,
 )
+from orchestrator.results.codegen_targets import verdict_note
 from orchestrator.results.compare import Comparison
 from orchestrator.results.controlled import Controlled
 from orchestrator.results.stats import Verdict
@@ -44,6 +45,8 @@ table.codegen tr.changed.has-asm { cursor: pointer; }
 table.codegen tr.changed.has-asm:hover td, table.codegen tr.changed.open td {
   background: #eef4fb; }
 table.codegen tr.unchanged td { color: #999; background: #fafafa; }
+table.targets { font-size: 0.85em; margin-bottom: 0.6em; }
+table.targets tr.timed td { font-weight: bold; }
 table.codegen tr.asm-row td { background: #fcfcfc; padding: 0; }
 pre.asm { margin: 0; padding: 0.5em 0.8em; max-height: 32em; overflow: auto;
           font-size: 0.85em; line-height: 1.35; }
@@ -140,6 +143,9 @@ def _view(view: BenchCodegen, n: int) -> str:
     elif asm is not None and asm.left_out:
         notes.append(f"code diffs kept for the first {len(asm.kernels)} changed kernels; "
                      f"{len(asm.left_out)} left out (beyond the limit)")  # fmt: skip
+    if len(d.targets) > 1:
+        notes.insert(0, f"kernels of {verdict_note(d)}, whose code the timings are; the "
+                        "other targets' code runs on other GPUs (table above)")  # fmt: skip
     if (warning := d.code_object_note()) is not None:
         notes.insert(0, "⚠ " + warning)
     if cmp.cpu_only and d.gpu:
@@ -147,7 +153,9 @@ def _view(view: BenchCodegen, n: int) -> str:
     return "\n".join([
         f'<h3 id="codegen-{n}-title">{escape(cmp.label)} on {escape(cmp.system)}: '
         f"{escape(d.a)} → {escape(d.b)}</h3>",
-        *(f'<p class="note">{escape(note)}</p>' for note in notes),
+        *(f'<p class="note">{escape(note)}</p>' for note in notes[:1]),
+        *_targets(d, n),
+        *(f'<p class="note">{escape(note)}</p>' for note in notes[1:]),
         f'<table class="codegen" id="codegen-{n}" data-changed="{len(d.changed)}" '
         f'data-asm-kept="{len(kept)}">',
         f"<thead><tr>{head}</tr></thead>",
@@ -156,6 +164,28 @@ def _view(view: BenchCodegen, n: int) -> str:
         "</tbody>",
         "</table>",
     ])  # fmt: skip
+
+
+TARGET_HEADERS = ["target", "kernels changed", "kernels", "lower occupancy", "more spills",
+                  "timings"]  # fmt: skip
+
+
+def _targets(d: CodegenDiff, n: int) -> list[str]:
+    """A multi-target build's targets, one row each, the timed one first and marked."""
+    if len(d.targets) < 2:
+        return []
+    head = "".join(f"<th>{escape(h)}</th>" for h in TARGET_HEADERS)
+    rows = []
+    for t in sorted(d.targets, key=lambda t: t.arch != d.arch):
+        mine = t.arch == d.arch
+        changed = str(t.changed) if t.in_a and t.in_b else f"only in {d.a if t.in_a else d.b}"
+        why = ("this host's GPU" if d.host else "primary target") if mine else "not timed here"
+        numbers = [str(t.total), str(t.occupancy_drops), str(t.more_spills)]
+        cells = [_td(t.arch), _td(changed, "num"), *(_td(x, "num") for x in numbers), _td(why)]
+        css = "target timed" if mine else "target"
+        rows.append(f'<tr class="{css}" data-arch="{escape(t.arch)}">{"".join(cells)}</tr>')
+    return [f'<table class="targets" id="targets-{n}">', f"<thead><tr>{head}</tr></thead>",
+            "<tbody>", *rows, "</tbody>", "</table>"]  # fmt: skip
 
 
 def _changed(

@@ -9,6 +9,7 @@ from tabulate import tabulate
 from orchestrator.parsers.kernelbench import parse_bytes
 from orchestrator.parsers.rocprof_sys import SystemTrace
 from orchestrator.results.codegen_diff import summary_lines
+from orchestrator.results.codegen_targets import targets_line, verdict_note
 from orchestrator.results.compare import Comparison
 from orchestrator.results.counter_compare import render_comparison
 from orchestrator.results.history import Bisect, Series
@@ -74,8 +75,12 @@ def codegen_lines(cmp: Comparison) -> list[str]:
         return []
     note = cmp.codegen.code_object_note()
     lines = [f"warning: {note}"] if note else []  # first: it may explain every change below
-    lines.append("codegen (kernels changed / unchanged / only in one build):")
+    per_target = targets_line(cmp.codegen)  # several targets: the verdict is one target's
+    where = f" on {verdict_note(cmp.codegen)}" if per_target else ""
+    lines.append(f"codegen (kernels changed / unchanged / only in one build){where}:")
     lines += [f"  {line}" for line in summary_lines(cmp.codegen)]
+    if per_target:
+        lines.append(f"  per target: {per_target}")
     if cmp.cpu_only and cmp.codegen.gpu:
         lines.append(
             "note: the runs were on the host CPU only (--cpu-only): the timings above are "

@@ -25,6 +25,7 @@ from orchestrator.images.provenance import ImageRecord, label
 from orchestrator.platforms import get
 from orchestrator.platforms.base import ProfileMode
 from orchestrator.results.codegen_diff import CodegenDiff, summary_lines
+from orchestrator.results.codegen_targets import nothing_to_measure, targets_line, verdict_note
 from orchestrator.results.compare import Comparison
 from orchestrator.results.judge import compare_groups
 from orchestrator.results.paired import baseline_first, ci_halfwidth_pct, repeat_plan
@@ -148,10 +149,11 @@ def bench(
         if codegen is not None:
             _summary(codegen, codegen_seconds, emit)
     if codegen is not None and not req.measure_anyway and nothing_changed(codegen):
-        emit(Step(f"{NOTHING_CHANGED} (--measure-anyway measures all the same)"))
+        why = nothing_to_measure(codegen, NOTHING_CHANGED)
+        emit(Step(f"{why} (--measure-anyway measures all the same)"))
         outcome = BenchOutcome(
-            None, 0, 0.0, time.monotonic() - started, codegen, codegen_seconds,
-            NOTHING_CHANGED, _system_name(settings, req),
+            None, 0, 0.0, time.monotonic() - started, codegen, codegen_seconds, why,
+            _system_name(settings, req),
         )  # fmt: skip
         record_bench(settings, _row(outcome, sides, None), emit)
         return outcome
@@ -181,7 +183,8 @@ def _system_name(settings: Settings, req: BenchRequest) -> str:
 
 
 def nothing_changed(codegen: CodegenDiff) -> bool:
-    """Every kernel (CPU: hot function) of both builds is there with the same code."""
+    """Every kernel (CPU: hot function) of both builds is there with the same code, on
+    the target the timings are of (another target's changes run on another GPU)."""
     categories = codegen.categories.values()
     return not codegen.changed and all(not c.only_a and not c.only_b for c in categories)
 
@@ -190,9 +193,12 @@ def _summary(codegen: CodegenDiff, seconds: float, emit: Emit) -> None:
     what = "kernels" if codegen.gpu else "hot functions"
     changed = len(codegen.changed)
     total = sum(c.total for c in codegen.categories.values())
-    emit(Step(f"codegen after {seconds:.1f} s: {changed} of {total} {what} changed"))
+    where = f" on {verdict_note(codegen)}" if len(codegen.targets) > 1 else ""
+    emit(Step(f"codegen after {seconds:.1f} s: {changed} of {total} {what} changed{where}"))
     if note := codegen.code_object_note():
         emit(Caution(note))
+    if line := targets_line(codegen):
+        emit(Message(f"  per target: {line}"))
     for line in summary_lines(codegen):
         emit(Message(f"  {line}"))
 

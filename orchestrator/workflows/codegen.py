@@ -22,7 +22,15 @@ from orchestrator.images import fingerprint
 from orchestrator.images.gromacs import gromacs_ref, record_of
 from orchestrator.images.provenance import ImageRecord
 from orchestrator.parsers.codegen import Codegen, KernelCode, load_codegen
-from orchestrator.results.codegen_diff import CodegenDiff, asm_diff, diff
+from orchestrator.platforms.rocm import detect_gpu_arch
+from orchestrator.results.codegen_diff import CodegenDiff, Format, asm_diff, render, target_view
+from orchestrator.results.codegen_targets import (
+    TargetsDiff,
+    diff_targets,
+    label_archs,
+    targets_line,
+    verdict_note,
+)
 from orchestrator.runs.store import CODEGEN_FILE, AsmDiffs, KernelAsm, RunStore, save_asm_diffs
 
 
@@ -74,24 +82,66 @@ def side(client: Client, settings: Settings, spec: str, emit: Emit = ignore) -> 
 
 def codegen_diff(
     client: Client, settings: Settings, a: str, b: str, emit: Emit = ignore
-) -> tuple[Side, Side, CodegenDiff]:
+) -> tuple[Side, Side, TargetsDiff]:
+    """Both sides and their code compared on every target either build holds."""
     one, two = side(client, settings, a, emit), side(client, settings, b, emit)
     if one.codegen.platform != two.codegen.platform:
         raise UsageError(
             f"{one.label} is a {one.codegen.platform} build and {two.label} a "
             f"{two.codegen.platform} one: their code cannot be compared kernel by kernel."
         )
-    return one, two, diff(one.codegen, two.codegen)
+    return one, two, diff_targets(one.codegen, two.codegen)
+
+
+def diff_report(
+    a: Side, b: Side, targets: TargetsDiff, *, arch: str | None = None, host: str | None = None,
+    fmt: Format = "simple", limit: int = 40, kernel: str | None = None,
+) -> tuple[CodegenDiff, str]:  # fmt: skip
+    """`codegen diff`'s text, and the diff it lists: a code-object version difference
+    first, the sides, every target's summary (several targets), then the changed kernels
+    (only those whose name matches `kernel`) of `arch`, else of the verdict's target."""
+    result = targets.target(arch) if arch else verdict_diff(targets, b.image, host)
+    if kernel:
+        wanted = _regex(kernel)
+        kept = [k for k in result.changed if wanted.search(k.demangled or k.name)]
+        result = result.model_copy(update={"changed": kept})
+    note = result.code_object_note()
+    lines = [note] if note else []  # first: it may explain every difference below
+    lines += [f"A: {a.label}", f"B: {b.label}"]
+    if targets.several:
+        which = f"{result.arch} (--arch)" if arch else verdict_note(result)
+        lines.append(f"per target: {targets_line(result)}")
+        lines.append(f"kernels below: {which}; --arch TARGET lists another target's")
+    return result, "\n".join(lines) + "\n" + render(result, fmt, limit, note=False)
+
+
+def _regex(pattern: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise UsageError(f"--kernel {pattern!r} is not a regular expression: {exc}.") from None
+
+
+def host_target() -> str | None:
+    """This host's GPU target (None: no GPU here), which a verdict's code is of."""
+    return detect_gpu_arch()
+
+
+def verdict_diff(
+    targets: TargetsDiff, candidate: ImageRecord | None = None, host: str | None = None
+) -> CodegenDiff:
+    """The diff of the target a timing verdict is of: `host` (this host's GPU where
+    either build holds it), else the first of the candidate image's `gpu_arch` list both
+    hold, else the builds' primary target; every target's summary rides along."""
+    preferred = label_archs(candidate.gpu_arch) if candidate is not None else []
+    return targets.for_verdict(host, preferred)
 
 
 def kernel_asm_diffs(
     client: Client, settings: Settings, a: Side, b: Side, result: CodegenDiff, pattern: str
 ) -> list[str]:
     """Unified diffs of the changed kernels whose name matches `pattern` (both images)."""
-    try:
-        wanted = re.compile(pattern)
-    except re.error as exc:
-        raise UsageError(f"--kernel {pattern!r} is not a regular expression: {exc}.") from None
+    wanted = _regex(pattern)
     images = [s.image for s in (a, b)]
     if any(image is None for image in images):
         raise UsageError(
@@ -99,8 +149,9 @@ def kernel_asm_diffs(
             "give the images, e.g. `codegen diff <build A> <build B> --kernel … --asm`."
         )
     out = []
+    views = [_view(s.codegen, result) for s in (a, b)]
     for delta in result.changed:
-        one, two = a.codegen.kernels[delta.key], b.codegen.kernels[delta.key]
+        one, two = views[0].kernels[delta.key], views[1].kernels[delta.key]
         if not wanted.search(one.demangled or one.name):
             continue
         texts = [
@@ -127,16 +178,25 @@ def builds_codegen(
     except UserError as exc:
         emit(Caution(f"no codegen summary: {exc.message}"))
         return None
-    return diff(one, two)
+    return verdict_diff(diff_targets(one, two), b, host_target())
 
 
 def runs_codegen(baseline: Path, candidate: Path) -> CodegenDiff | None:
-    """The codegen diff of the images two runs ran, from the runs' own copies."""
+    """The codegen diff of the images two runs ran, from the runs' own copies (which
+    hold every target), on the target the timings are of: this host's GPU where a build
+    holds it, else the first target both builds hold, the baseline's order first."""
     copies = [path / CODEGEN_FILE for path in (baseline, candidate)]
     if not all(copy.exists() for copy in copies):
         return None
     one, two = (load_codegen(copy) for copy in copies)
-    return None if one.build == two.build or one.platform != two.platform else diff(one, two)
+    if one.build == two.build or one.platform != two.platform:
+        return None
+    return verdict_diff(diff_targets(one, two), host=host_target())
+
+
+def _view(codegen: Codegen, result: CodegenDiff) -> Codegen:
+    """`codegen`'s kernels of the diff's target, keyed as the diff keys them."""
+    return codegen if result.arch is None else target_view(codegen, result.arch)
 
 
 #: What `bench` keeps for the report: the most important changed kernels' code diffs,
@@ -203,7 +263,9 @@ def keep_asm_diffs(
             raise UserError(f"{kernel.name} is not exactly once in {unit} of {images[side].tag}")
         return texts[side, unit][kernel.name]
 
-    record = collect_asm_diffs(result, sides[0], sides[1], code, groups, emit=emit)
+    record = collect_asm_diffs(
+        result, _view(sides[0], result), _view(sides[1], result), code, groups, emit=emit
+    )
     save_asm_diffs(settings.results_dir, record)
     emit(Message(f"kept the code diffs of {len(record.kernels)} changed kernels for the "
                  f"report in {time.monotonic() - started:.1f} s"))  # fmt: skip
