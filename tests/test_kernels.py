@@ -13,22 +13,29 @@ import json
 import shutil
 import statistics
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_faults import record, save  # a RunResult as the runner writes it
 
 from orchestrator.core.errors import UsageError, UserError
+from orchestrator.images.user_kernels import BINARY, UserProgram
 from orchestrator.parsers.kernelbench import (
+    KERNEL_FILE,
     MetricValue,
     bandwidth_values,
+    kernel_values,
     optimum_shift,
     parse_bandwidth,
     parse_bytes,
+    parse_kernel,
     parse_tune_cache,
     summarize,
 )
 from orchestrator.results.judge import compare_groups
 from orchestrator.results.report import render
+from orchestrator.runs import kernel_runs
+from orchestrator.runs.kernel_recipe import ResolvedKernel
 from orchestrator.runs.recipe import load_recipe, load_system
 from orchestrator.runs.store import RunStore
 
@@ -225,3 +232,114 @@ def test_the_newest_sweep_of_a_host_is_its_memory_ceiling(tmp_path: Path) -> Non
     assert found is not None and found.tag == "t" and found.run_id.endswith("__new")
     assert found.metrics is not None and found.metrics["ro_largest"].value == values["ro_largest"]
     assert RunStore(tmp_path).ceiling("nobody") is None
+
+
+# --- a user's own kernel (tests/data/user_recipes/) -----------------------------------------
+
+USER = Path(__file__).parent / "data" / "user_recipes"
+SAXPY_TOML = (USER / "saxpy" / "saxpy.toml").read_text()
+
+
+def _user_folder(tmp_path: Path, toml: str, files: dict[str, str]) -> Path:
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "saxpy.toml").write_text(toml)
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    return folder
+
+
+def test_a_user_recipe_names_its_sources_and_the_platform_picks_one() -> None:
+    system = load_system("saxpy:1MiB", [USER / "saxpy"])
+    assert isinstance(system, ResolvedKernel) and isinstance(system.program, UserProgram)
+    assert system.name == "saxpy:1MiB:default" and system.bytes == 1 << 20
+    assert system.source == str(USER / "saxpy" / "saxpy.toml")
+    written, path = system.program.source("hip", "b")
+    assert written == "saxpy.hip" and path == (USER / "saxpy" / "saxpy.hip").resolve()
+    assert system.program.source("openmp", "b")[0] == "saxpy.cpp"
+    assert system.program.pattern() == "(saxpy|window)"
+    with pytest.raises(UserError) as cuda:  # no `cuda` source: says what it has
+        system.program.source("cuda", "stable-cuda")
+    said = cuda.value.message
+    assert "saxpy.toml" in said and "hip = 'saxpy.hip'" in said and "cpu = 'saxpy.cpp'" in said
+    assert 'Add `cuda = "<file>"`' in said and "stable-cuda" in said
+
+
+@pytest.mark.parametrize(
+    ("sources", "files", "says"),
+    [
+        ('hip = "../saxpy.hip"', {}, "outside its folder"),
+        ('hip = "sub/../../x.hip"', {}, "outside its folder"),
+        ('hip = "missing.hip"', {}, "no such file"),
+        ('hip = "/etc/passwd"', {}, "outside its folder"),
+        ('hip = "has space.hip"', {"has space.hip": ""}, "not a plain file name"),
+    ],
+)
+def test_a_source_outside_the_folder_or_missing_is_one_clear_paragraph(
+    tmp_path: Path, sources: str, files: dict[str, str], says: str
+) -> None:
+    toml = SAXPY_TOML.replace('hip = "saxpy.hip"\ncpu = "saxpy.cpp"', sources)
+    folder = _user_folder(tmp_path, toml, files)
+    (tmp_path / "saxpy.hip").write_text("// outside")
+    with pytest.raises(UsageError) as err:
+        load_system("saxpy", [folder])
+    said = err.value.message
+    assert str(folder / "saxpy.toml") in said and says in said and "\n" not in said, said
+
+
+def test_a_source_below_the_recipe_folder_is_found(tmp_path: Path) -> None:
+    toml = SAXPY_TOML.replace('hip = "saxpy.hip"', 'hip = "src/saxpy.hip"')
+    folder = _user_folder(tmp_path, toml, {"src/saxpy.hip": "", "saxpy.cpp": ""})
+    system = load_system("saxpy", [folder])
+    assert isinstance(system, ResolvedKernel) and isinstance(system.program, UserProgram)
+    assert system.program.source("hip", "b")[0] == "src/saxpy.hip"
+
+
+@pytest.mark.parametrize(
+    ("edit", "says"),
+    [
+        (lambda t: 'program = "bandwidth"\n' + t, "either a program of ours"),
+        (lambda t: t.replace('[sources]\nhip = "saxpy.hip"\ncpu = "saxpy.cpp"\n', ""),
+         "either a program of ours"),
+        (lambda t: t.replace('hip = "saxpy.hip"\ncpu = "saxpy.cpp"', ""), "names no file"),
+        (lambda t: "sweep = true\n" + t, "one size"),
+    ],
+)  # fmt: skip
+def test_a_recipe_has_a_program_or_sources(tmp_path: Path, edit: Any, says: str) -> None:
+    folder = _user_folder(tmp_path, edit(SAXPY_TOML), {"saxpy.hip": "", "saxpy.cpp": ""})
+    with pytest.raises(UsageError, match=says):
+        load_system("saxpy", [folder])
+
+
+def test_the_harness_output_gives_ms_and_gbs_per_kernel() -> None:
+    out = parse_kernel(DATA / "cpu" / "user_saxpy.json")
+    assert out.api == "openmp" and [k.name for k in out.kernels] == ["saxpy", "window"]
+    values = kernel_values(out)
+    assert set(values) == {"saxpy_ms", "saxpy_gbs", "window_ms", "window_gbs"}
+    saxpy = out.kernels[0]
+    assert values["saxpy_gbs"] == pytest.approx(saxpy.bytes / saxpy.ms / 1e6, rel=1e-4)
+
+
+def test_a_user_run_keeps_the_declared_metrics_and_names_missing_ones(tmp_path: Path) -> None:
+    """The recipe picks what it judges: undeclared numbers stay in kernel.json only; a
+    declared one the program did not report fails the run, naming what it reported."""
+    system = load_system("saxpy", [USER / "saxpy"])
+    assert isinstance(system, ResolvedKernel)
+    shutil.copy(DATA / "cpu" / "user_saxpy.json", tmp_path / KERNEL_FILE)
+    result = record("toolchain-x__saxpy-16MiB-default__t-0", build="toolchain-x")
+    result.return_code = 0
+    kernel_runs.fill(result, system.model_copy(update={"metrics": system.metrics[:2]}), tmp_path)
+    assert result.finished and set(result.metrics) == {"saxpy_gbs", "saxpy_ms"}
+    assert result.metrics["saxpy_ms"].better == "lower" and result.facts["api"] == "openmp"
+    data = json.loads((tmp_path / KERNEL_FILE).read_text())
+    data["kernels"] = data["kernels"][:1]
+    (tmp_path / KERNEL_FILE).write_text(json.dumps(data))
+    again = record("toolchain-x__saxpy-16MiB-default__t-1", build="toolchain-x")
+    again.return_code = 0
+    kernel_runs.fill(again, system, tmp_path)
+    assert not again.finished and again.failure is not None
+    assert "reported no window_gbs, window_ms" in again.failure and "saxpy.toml" in again.failure
+    argv, redirect = kernel_runs.command(system, None, "/run")  # type: ignore[arg-type]
+    assert argv == [BINARY, "--size", str(16 << 20), "--variant", "default"]
+    assert redirect == f" > {KERNEL_FILE}"

@@ -58,6 +58,8 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "kernel-bandwidth@rocm": ("kernel-bandwidth", {"platform": "rocm"}),
     "kernel-bandwidth@debian": ("kernel-bandwidth", DEBIAN),
     "kernel-tune": ("kernel-tune", {"platform": "cpu"}),
+    "kernel-user": ("kernel-user", {"platform": "cpu"}),
+    "kernel-user@debian": ("kernel-user", DEBIAN),
 }
 
 #: The issue's recipes, written out here rather than taken from buildspec.

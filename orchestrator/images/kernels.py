@@ -6,7 +6,8 @@ needs the compiler, not GROMACS. The build's compiler under test compiles the pr
 with the flags its GROMACS build used (`Platform.kernel_compiler`); `tune` instead gets
 Kernel Tuner, whose C backend calls that compiler for every configuration at run time.
 Like every image here it is keyed by its inputs (rendered Dockerfile, parent id, the
-files it copies): a second run of the same build finds it in seconds.
+files it copies): a second run of the same build finds it in seconds. A recipe with its
+own sources (`[sources]`) gets its image from `images.user_kernels`.
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ from orchestrator.images.provenance import (
     label,
 )
 from orchestrator.images.render import render
+from orchestrator.images.user_kernels import TEMPLATE as USER_TEMPLATE
+from orchestrator.images.user_kernels import UserProgram, ensure_user, llvm_bin
+from orchestrator.images.user_kernels import context as user_context
+from orchestrator.images.user_kernels import fingerprint as user_fingerprint
 from orchestrator.parsers.codegen import probe_argv
 from orchestrator.platforms import active, get
 from orchestrator.platforms.base import Compiler, KernelCompiler
@@ -65,7 +70,7 @@ def template(program: str) -> str:
 
 
 def templates() -> list[str]:
-    return [template(p) for p in PROGRAMS]
+    return [*(template(p) for p in PROGRAMS), USER_TEMPLATE]
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,12 @@ class KernelImage:
     build: str
     labels: dict[str, str]
     compiler: KernelCompiler
+    #: A user's program: the CPU fingerprint's symbol pattern (its kernels' names).
+    pattern: str | None = None
+
+
+#: The codegen fingerprint of a user's kernel image (each kernel per GPU target).
+fingerprint = user_fingerprint
 
 
 def build_name(parent: Image, ref: str) -> str:
@@ -132,13 +143,19 @@ def example_context(name: str, settings: Settings) -> dict[str, Any]:
         label("rocm_stack"): settings.rocm_stack,
         label("compiler"): platform.compiler_under_test(compiler),
     }
+    if name == USER_TEMPLATE:
+        tools = llvm_bin(labels)
+        return user_context(kernel_compiler(settings, labels), gromacs_ref(build), build,
+                            "saxpy.hip" if tools else "saxpy.cpp", tools)  # fmt: skip
     return context(name.removeprefix("kernel-"), settings, gromacs_ref(build), build, labels)
 
 
 def ensure(
-    client: Client, settings: Settings, ref: str, program: str, emit: Emit = ignore
-) -> KernelImage:
-    """The kernel image of `program` on the build `ref` names (built now when missing)."""
+    client: Client, settings: Settings, ref: str, program: str | UserProgram,
+    emit: Emit = ignore,
+) -> KernelImage:  # fmt: skip
+    """The kernel image of `program` on the build `ref` names (built now when missing):
+    one of ours by name, or a user's own (`UserProgram`, a recipe's `[sources]`)."""
     parent = engine.image(client, gromacs_ref(ref))
     if parent is None:
         raise UserError(
@@ -146,6 +163,8 @@ def ensure(
             "build (`nox -s build -- stable`) or a toolchain image (`nox -s build -- toolchain "
             "--package clang-16`); `nox -s images` lists what exists."
         )
+    if isinstance(program, UserProgram):
+        return ensure_user(client, settings, parent, gromacs_ref(ref), program, emit)
     build = build_name(parent, gromacs_ref(ref))
     values = context(program, settings, parent.id, build, parent.labels)
     compiler = kernel_compiler(settings, parent.labels)
@@ -192,12 +211,19 @@ BANDWIDTH_BINARIES = ("bandwidth", "bandwidth-nt")
 _IDENTITIES: dict[str, str | None] = {}
 
 
-def code_identity(client: Client, image: KernelImage, program: str) -> str | None:
+def code_identity(client: Client, image: KernelImage, program: str | UserProgram) -> str | None:
     """A sha256 of the code the build's compiler made for `program`: every function of its
     binaries, normalised by the codegen probe (only what the compiler chose: addresses,
     the `.comment` naming the compiler's revision, and so on are left out), so two
     compilers that made the same code give the same identity. None where it cannot be
-    read: `tune` compiles at run time, and a HIP program's code is in its offload bundle."""
+    read: `tune` compiles at run time, and a HIP bandwidth's code is in its offload bundle.
+    A user's program: its fingerprint (GPU: the device code of every target)."""
+    if isinstance(program, UserProgram):
+        if image.id not in _IDENTITIES:
+            found = user_fingerprint(client, image).kernels
+            lines = sorted(f"{key} {code.sha256}\n" for key, code in found.items())
+            _IDENTITIES[image.id] = hashlib.sha256("".join(lines).encode()).hexdigest()
+        return _IDENTITIES[image.id]
     if program != "bandwidth" or image.compiler.api != "openmp":
         return None
     if image.id not in _IDENTITIES:

@@ -1,7 +1,9 @@
 """What the kernel benchmarks leave in a run directory, as metrics compare can judge.
 
 `bandwidth` prints one JSON document (`bandwidth.json`: GB/s per size for the read-only
-and the copy kernel, and the device); `tune` leaves Kernel Tuner's own cache file
+and the copy kernel, and the device); a user's own kernel, timed by
+`runs/kernels/gmxbench_kernel.h`, one of the same family (`kernel.json`: ms and GB/s per
+kernel, and the device); `tune` leaves Kernel Tuner's own cache file
 (`tune_cache.json`: every configuration with its times) and `tune_meta.json`. The
 tuning analysis works on the cache file alone, so a stored cache file (or one from
 another machine) is analysed exactly as a fresh one: the best configuration, the
@@ -24,6 +26,7 @@ from orchestrator.core.errors import UserError
 from orchestrator.core.files import read_model
 
 BANDWIDTH_FILE = "bandwidth.json"
+KERNEL_FILE = "kernel.json"
 TUNE_CACHE_FILE = "tune_cache.json"
 TUNE_META_FILE = "tune_meta.json"
 #: A configuration this close to the best counts as "near the optimum".
@@ -109,6 +112,50 @@ def bandwidth_values(out: BandwidthOutput) -> dict[str, float]:
     for row in out.rows if len(out.rows) > 1 else []:
         size = format_bytes(row.bytes)
         values[f"ro@{size}"], values[f"rw@{size}"] = row.ro_gbs, row.rw_gbs
+    return values
+
+
+class KernelTiming(BaseModel):
+    """One kernel of a user's program: per launch, the median and the best batch."""
+
+    name: str = Field(pattern=r"^[a-z_][a-z0-9_]*$")
+    ms: float = Field(gt=0)
+    ms_best: float = Field(gt=0)
+    launches: int = Field(gt=0)
+    #: Bytes the kernel moves per launch, as the program declares them (0: not said).
+    bytes: int = Field(ge=0)
+    gbs: float | None = Field(None, gt=0)
+    gbs_best: float | None = Field(None, gt=0)
+
+
+class KernelOutput(BaseModel):
+    """`kernel.json`, as `gmxbench_kernel.h`'s `Bench::done` prints it."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    schema_version: int = Field(alias="schema")
+    program: Literal["kernel"]
+    api: Literal["cuda", "hip", "openmp"]
+    device: Device
+    config: dict[str, Any]
+    kernels: list[KernelTiming] = Field(min_length=1)
+
+
+def parse_kernel(path: Path) -> KernelOutput:
+    return read_model(
+        path, KernelOutput, "the kernel program's output (gmxbench_kernel.h)",
+        "Run it again; stderr.log in the run directory says why it stopped (a program "
+        "that times no kernel, or ends before `return bench.done();`, prints none).",
+    )  # fmt: skip
+
+
+def kernel_values(out: KernelOutput) -> dict[str, float]:
+    """`<name>_ms` of every kernel, and `<name>_gbs` of those that declare their bytes."""
+    values: dict[str, float] = {}
+    for kernel in out.kernels:
+        values[f"{kernel.name}_ms"] = kernel.ms
+        if kernel.gbs is not None:
+            values[f"{kernel.name}_gbs"] = kernel.gbs
     return values
 
 

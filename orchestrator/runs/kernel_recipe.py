@@ -8,16 +8,24 @@ lower is better (or neither: shown, never judged), so compare and bench judge it
 ns/day without knowing the program. Its system name is `name[:size[:variant]]` as for
 GROMACS, with sizes in bytes (`64MiB`, `1.5GiB`, `1000000`) and `sweep` where the
 program sweeps sizes itself.
+
+A recipe in a user's folder may instead name its own sources next to the recipe file
+(`[sources]`: `hip`, `cuda`, `cpu`), written against `runs/kernels/gmxbench_kernel.h`;
+the platform's API picks the one compiled (`images.user_kernels`). A recipe has either a
+`program` or `sources`.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import re
+from pathlib import Path
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from orchestrator.core.errors import UsageError
 from orchestrator.core.settings import SlurmResources
+from orchestrator.images.user_kernels import UserProgram
 from orchestrator.parsers.kernelbench import Better, format_bytes, parse_bytes
 
 SWEEP = "sweep"
@@ -37,18 +45,50 @@ class MetricSpec(_Model):
     per_size: bool = False
 
 
+#: The characters of a source path (it goes into a Dockerfile and a compile line); that
+#: it stays inside the recipe's folder is checked when the recipe is read.
+SOURCE_PATH = re.compile(r"[A-Za-z0-9_.+/-]+")
+
+
+def _source_path(value: str | None) -> str | None:
+    if value is not None and not SOURCE_PATH.fullmatch(value):
+        raise ValueError(
+            f"{value!r} is not a plain file name: name the source relative to the recipe, "
+            "with letters, digits and _ . + - / only"
+        )
+    return value
+
+
+SourcePath = Annotated[str | None, AfterValidator(_source_path)]
+
+
+class KernelSources(_Model):
+    """`[sources]`: the user's source per API, relative to the recipe file."""
+
+    hip: SourcePath = None
+    cuda: SourcePath = None
+    cpu: SourcePath = None
+
+    def named(self) -> dict[str, str]:
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
 class KernelRecipe(_Model):
     """One `recipes/<name>.toml` of `kind = "kernel"`."""
 
     name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_.-]*$")
     kind: Literal["kernel"]
     description: str
-    program: Literal["bandwidth", "tune"]
+    #: One of our programs, or None for a recipe with its own `sources`.
+    program: Literal["bandwidth", "tune"] | None = None
+    sources: KernelSources | None = None
+    #: The user's kernel functions: what the CPU fingerprint looks at (default: all).
+    functions: list[str] = []
     #: Bytes per array by default, or `sweep` when the program sweeps sizes itself.
     default_size: str
     sweep: bool = False
-    variants: list[str] = Field(min_length=1)
-    default_variant: str
+    variants: list[str] = Field(default_factory=lambda: ["default"], min_length=1)
+    default_variant: str = "default"
     metrics: list[MetricSpec] = Field(min_length=1)
     #: The metric of the one-line verdict (bench's repeats aim at its precision).
     headline: str
@@ -58,6 +98,15 @@ class KernelRecipe(_Model):
 
     @model_validator(mode="after")
     def _consistent(self) -> KernelRecipe:
+        if (self.program is None) == (self.sources is None):
+            raise ValueError(
+                'a kernel recipe names either a program of ours (program = "bandwidth") '
+                'or its own sources ([sources] hip = "my_kernel.hip"), not both or neither'
+            )
+        if self.sources is not None and not self.sources.named():
+            raise ValueError("[sources] names no file: add hip, cuda or cpu")
+        if self.sources is not None and self.sweep:
+            raise ValueError("a recipe with its own sources runs one size: sweep = false")
         if self.default_variant not in self.variants:
             raise ValueError("default_variant must be one of variants")
         names = [m.name for m in self.metrics]
@@ -72,7 +121,21 @@ class KernelRecipe(_Model):
     def usage(self) -> str:
         return f"{self.name}[:{'sweep|' if self.sweep else ''}BYTES[:{'|'.join(self.variants)}]]"
 
-    def resolve(self, size: str | None = None, variant: str | None = None) -> ResolvedKernel:
+    def user_program(self, recipe_file: str) -> UserProgram | None:
+        """The recipe's own sources as an image builds them (None: a program of ours)."""
+        if self.sources is None:
+            return None
+        return UserProgram(
+            recipe=self.name,
+            recipe_file=str(Path(recipe_file).resolve()),
+            sources=self.sources.named(),
+            functions=list(self.functions),
+        )
+
+    def resolve(
+        self, size: str | None = None, variant: str | None = None, recipe_file: str = ""
+    ) -> ResolvedKernel:
+        """Size and variant chosen; `recipe_file` is where a recipe with sources was read."""
         wanted = size or self.default_size
         if wanted == SWEEP and self.sweep:
             nbytes = None
@@ -91,10 +154,12 @@ class KernelRecipe(_Model):
                 f"(e.g. {self.name}::{self.variants[-1]})."
             )
         size_name = SWEEP if nbytes is None else format_bytes(nbytes)
+        program = self.program or self.user_program(recipe_file)
+        assert program is not None  # one or the other (_consistent)
         return ResolvedKernel(
             name=f"{self.name}:{size_name}:{chosen}",
             recipe=self.name,
-            program=self.program,
+            program=program,
             bytes=nbytes,
             variant=chosen,
             description=self.description,
@@ -109,7 +174,8 @@ class ResolvedKernel(_Model):
 
     name: str  # canonical, e.g. "bandwidth:sweep:temporal", "tune:256MiB:quick"
     recipe: str
-    program: Literal["bandwidth", "tune"]
+    #: One of our programs by name, or a user's own sources.
+    program: Literal["bandwidth", "tune"] | UserProgram
     #: Bytes per array; None for a sweep.
     bytes: int | None
     variant: str

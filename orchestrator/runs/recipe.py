@@ -423,7 +423,30 @@ def _read(path: Traversable) -> AnyRecipe:
         raise UsageError(
             f"Recipe {path} is named {recipe.name!r}; the file must be {recipe.name}.toml."
         )
+    if isinstance(recipe, KernelRecipe) and recipe.sources is not None:
+        _check_sources(path, recipe)
     return recipe
+
+
+def _check_sources(path: Traversable, recipe: KernelRecipe) -> None:
+    """A recipe's own sources are files inside its folder (a user's folder, not ours)."""
+    assert recipe.sources is not None
+    if not isinstance(path, Path):
+        raise UsageError(f"Recipe {path} names sources; only recipes in a folder can.")
+    folder = path.parent.resolve()
+    for key, written in recipe.sources.named().items():
+        where = (folder / written).resolve()
+        if not where.is_relative_to(folder):
+            raise UsageError(
+                f"Recipe {path} names the {key} source {written!r}, which is outside its "
+                f"folder {folder}. Put the source next to the recipe (or below it) and name "
+                f'it relative to the recipe: [sources] {key} = "{Path(written).name}".'
+            )
+        if not where.is_file():
+            raise UsageError(
+                f"Recipe {path} names the {key} source {written!r}, and there is no such "
+                f"file in {folder}. Put {written} there, or fix [sources] {key} in the recipe."
+            )
 
 
 def _recipe_files(dirs: Sequence[Path]) -> Iterator[Traversable]:
@@ -493,5 +516,7 @@ def load_system(
         sized = isinstance(recipe, Recipe) and isinstance(recipe.sizes, ChoiceSizes)
         if not (sized and recipe.sizes.match(size)):  # type: ignore[union-attr]
             size, variant = None, size
-    resolved = recipe.resolve(size, variant)
-    return resolved.model_copy(update={"source": found[recipe.name][1]})
+    path = found[recipe.name][1]
+    if isinstance(recipe, KernelRecipe):
+        return recipe.resolve(size, variant, recipe_file=path).model_copy(update={"source": path})
+    return recipe.resolve(size, variant).model_copy(update={"source": path})
