@@ -54,6 +54,15 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "rocm-debian-base": ("rocm-debian-base", {"platform": "rocm", "rocm_stack": "debian"}),
     "gromacs-stable-rocm@debian": ("gromacs-stable-rocm", DEBIAN),
     "gromacs-dev-rocm@debian": ("gromacs-dev-rocm", DEBIAN),
+    # one build for two GPU targets (ORCH_GPU_ARCH=gfx1201,gfx942): its tags carry them
+    "gromacs-stable-rocm@debian-gfx1201_gfx942": (
+        "gromacs-stable-rocm",
+        {**DEBIAN, "gpu_arch": "gfx1201,gfx942"},
+    ),
+    "gromacs-dev-rocm@debian-gfx1201_gfx942": (
+        "gromacs-dev-rocm",
+        {**DEBIAN, "gpu_arch": "gfx1201,gfx942"},
+    ),
     "kernel-bandwidth": ("kernel-bandwidth", {"platform": "cpu"}),
     "kernel-bandwidth@rocm": ("kernel-bandwidth", {"platform": "rocm"}),
     "kernel-bandwidth@debian": ("kernel-bandwidth", DEBIAN),
@@ -397,3 +406,27 @@ def test_debian_stack_recipe_and_local_source() -> None:
     assert "/usr/lib/llvm-21/bin/llvm-objdump --offloading" in text  # code objects kept
     base = rendered("rocm-debian-base")
     assert "Acquire::Check-Valid-Until=false" in base and "hipcc" in base
+
+
+@pytest.mark.usefixtures("isolated")
+@pytest.mark.parametrize("flavor", ["stable", "dev"])
+def test_two_targets_render_as_one_build_for_both(flavor: str) -> None:
+    """After the shell has split the RUN line: `--offload-arch=` once per target, the
+    CMake lists one word each (their `;` quoted), GROMACS's list comma-separated, and the
+    install prefix named by the targets, as the tag is."""
+    text = rendered(f"gromacs-{flavor}-rocm@debian-gfx1201_gfx942")
+    args = cmake_args(text)
+    hip = next(a for a in args if a.startswith("-DCMAKE_HIP_FLAGS="))
+    assert re.findall(r"--offload-arch=\S+", hip) == [
+        "--offload-arch=gfx1201",
+        "--offload-arch=gfx942",
+    ]
+    for arg in ("-DGMX_HIP_TARGET_ARCH=gfx1201,gfx942", "-DCMAKE_HIP_ARCHITECTURES=gfx1201;gfx942",
+                "-DGPU_TARGETS=gfx1201;gfx942", "-DHIPCC_HAS_TARGET_ARCH_gfx1201=TRUE",
+                "-DHIPCC_HAS_TARGET_ARCH_gfx942=TRUE"):  # fmt: skip
+        assert args.count(arg) == 1, arg
+    prefix = next(a for a in args if a.startswith("-DCMAKE_INSTALL_PREFIX="))
+    assert "-gfx1201_gfx942" in prefix
+    assert "for gfx1201,gfx942" in text.split("FROM", 1)[0].replace("\n# ", " ")
+    one = cmake_args(rendered(f"gromacs-{flavor}-rocm@debian"))
+    assert not [a for a in one if "gfx942" in a]

@@ -156,9 +156,25 @@ def templates() -> list[str]:
     return [template(flavor, p.name) for p in PLATFORMS for flavor in FLAVORS]
 
 
-def dev_build_name(compiler: Compiler, when: datetime | None = None) -> str:
+def dev_build_name(compiler: Compiler, when: datetime | None = None, suffix: str = "") -> str:
+    """`dev-<compiler><suffix>-<UTC minute>`: `dev-llvm-d7fead0f-20260516-0243`, or with
+    the platform's suffix (its GPU targets) `dev-llvm-d7fead0f-gfx1201_gfx942-20260516-0243`."""
     stamp = (when or datetime.now(UTC)).strftime("%Y%m%d-%H%M")
-    return f"dev-{compiler.name}-{stamp}"
+    return f"dev-{compiler.name}{suffix}-{stamp}"
+
+
+#: The longest tag Docker accepts (the part after `:`).
+MAX_TAG = 128
+
+
+def refuse_long_name(build_name: str, settings: Settings) -> None:
+    """A build name too long for a Docker tag is refused before anything is built."""
+    if len(build_name) > MAX_TAG:
+        raise UsageError(
+            f"The build name {build_name} is {len(build_name)} characters, more than the "
+            f"{MAX_TAG} a Docker tag allows: it names each GPU target ({settings.gpu_arch}). "
+            "Build for fewer targets at once (ORCH_GPU_ARCH or --gpu-arch)."
+        )
 
 
 def shell_words(flags: list[str]) -> list[str]:
@@ -245,7 +261,7 @@ def example_context(name: str, settings: Settings) -> dict[str, Any]:
         build_name = platform.stable_build_name(settings, compiler)
     else:
         compiler = _example_dev_compiler(platform)
-        build_name = dev_build_name(compiler, EXAMPLE_WHEN)
+        build_name = dev_build_name(compiler, EXAMPLE_WHEN, platform.build_suffix(settings))
     source = SourceSpec.from_setting(platform.gromacs_source(settings))
     if source.scheme == "git":
         source.commit = EXAMPLE_COMMIT
@@ -317,7 +333,9 @@ def build_gromacs(
             engine.tag(client, existing.id, DEV_CURRENT)
         return record
 
-    build_name = planned if flavor == "stable" else dev_build_name(compiler)
+    suffix = platform.build_suffix(settings)
+    build_name = planned if flavor == "stable" else dev_build_name(compiler, suffix=suffix)
+    refuse_long_name(build_name, settings)
     tag = gromacs_ref(build_name)
     refuse_overwrite(client, tag, key)
     ctx = context_for(build_name)

@@ -68,10 +68,17 @@ class ImageRecord(BaseModel):
     llvm_commit: str | None = None
     llvm_dirty: bool = False
     cmake_flags: list[str] = Field(default_factory=list)
+    #: The GPU targets the build holds code for, comma-joined, primary first
+    #: (`gfx1201,gfx942`); the label `gmxbench.gpu_arch`.
     gpu_arch: str | None = None
     simd: str | None = None
     inputs: str | None = None
     created: str | None = None
+
+    @property
+    def gpu_archs(self) -> list[str]:
+        """The GPU targets as a list (empty for a CPU build)."""
+        return [target for target in (self.gpu_arch or "").split(",") if target]
 
     def labels(self) -> dict[str, str]:
         """OCI labels plus ours; JSON-encode lists, skip unknowns (labels are strings)."""

@@ -273,8 +273,13 @@ class Platform(ABC):
         return {}
 
     def gpu_target(self, settings: Settings) -> str | None:
-        """The GPU target GROMACS is compiled for; None without a GPU."""
+        """The GPU targets GROMACS is compiled for, comma-joined; None without a GPU."""
         return None
+
+    def build_suffix(self, settings: Settings) -> str:
+        """What a GROMACS build's name carries beyond its compiler (ROCm: its GPU targets
+        when they are not the default); empty where nothing does."""
+        return ""
 
     def device_smoke(self, settings: Settings) -> dict[str, str]:
         """What an LLVM toolchain's device smoke compile needs (`gpu_arch`, `rocm_path`,
@@ -361,10 +366,13 @@ class Platform(ABC):
         *,
         profile: ProfileMode = "none",
         stack: str | None = None,
+        image: str | None = None,
     ) -> list[str]:
         """Problems that would make a run fail or lie, found before any container starts.
 
-        `stack` is the image's build stack where a platform has several (ROCm: amd, debian).
+        `gpu_arch` is the image's `gpu_arch` label (its GPU targets, comma-joined);
+        `stack` is the image's build stack where a platform has several (ROCm: amd,
+        debian); `image` names the image in what is said.
         """
         problems = list(options.problems)
         missing = SIMD_CPU_FLAGS.get(simd or "None", set()) - host_cpu_flags()

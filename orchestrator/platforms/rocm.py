@@ -279,7 +279,7 @@ class RocmPlatform(Platform):
             "rocm_path": rocm_path(settings),
             "rocm_version": settings.rocm_version,
             "rocm_stack": settings.rocm_stack,
-            "gpu_arch": gpu_arch(settings),
+            "gpu_arch": ",".join(gpu_archs(settings)),
             "llvm_bin": stack(settings).llvm_bin(settings),
         }
 
@@ -293,6 +293,10 @@ class RocmPlatform(Platform):
         return ",".join(gpu_archs(settings))
 
     def device_smoke(self, settings: Settings) -> dict[str, str]:
+        """The primary target only: the smoke compile proves the toolchain's clang links
+        the stack's device libraries, which no target changes, and its context is the
+        toolchain environment's, so a target list of GROMACS builds must not make an
+        LLVM toolchain of its own."""
         return {
             "gpu_arch": gpu_arch(settings),
             "rocm_path": rocm_path(settings),
@@ -310,7 +314,13 @@ class RocmPlatform(Platform):
         )
 
     def stable_build_name(self, settings: Settings, compiler: Compiler) -> str:
-        return f"stable-{stack(settings).stable_name(settings)}"
+        return f"stable-{stack(settings).stable_name(settings)}{self.build_suffix(settings)}"
+
+    def build_suffix(self, settings: Settings) -> str:
+        """`-gfx1201_gfx942` (the targets, primary first) unless the build is for the
+        default gfx1201 alone, whose names stay as they always were."""
+        targets = gpu_archs(settings)
+        return "" if targets == [DEFAULT_ARCH] else "-" + "_".join(targets)
 
     def compiler_under_test(self, compiler: Compiler) -> str:
         return compiler.hip or compiler.cxx
@@ -318,7 +328,12 @@ class RocmPlatform(Platform):
     def cmake_flags(
         self, settings: Settings, flavor: Flavor, compiler: Compiler, prefix: str
     ) -> list[str]:
-        rocm, arch, used = rocm_path(settings), gpu_arch(settings), stack(settings)
+        """One build whose HIP units are compiled for every target (`gpu_archs`): GROMACS
+        reads GMX_HIP_TARGET_ARCH comma-separated (cmake/gmxManageHipccConfig.cmake, which
+        also expands it unquoted in an `if`, where a `;` list would split); the CMake
+        variables are CMake lists (`;`), quoted for the RUN line by `shell_words`."""
+        rocm, targets, used = rocm_path(settings), gpu_archs(settings), stack(settings)
+        cmake_list = ";".join(targets)
         flags = [
             "-G",
             "Ninja",
@@ -334,13 +349,13 @@ class RocmPlatform(Platform):
             # the default of the LLVM commit under test
             version = f" {code_object_flag(settings)}" if flavor == "dev" else ""
             hip_flags = (
-                f"--rocm-path={rocm} --offload-arch={arch} {HIP_DEV_FLAGS} "
+                f"--rocm-path={rocm} {' '.join(offload_flags(targets))} {HIP_DEV_FLAGS} "
                 f"--rocm-device-lib-path={used.device_libs(settings)}{version} {PREFIX_MAP}"
             )
             flags.append(f"-DCMAKE_HIP_FLAGS={hip_flags}")
-        flags += [f"-DGMX_HIP_TARGET_ARCH={arch}"]
+        flags += [f"-DGMX_HIP_TARGET_ARCH={','.join(targets)}"]
         if explicit:
-            flags += [f"-DCMAKE_HIP_ARCHITECTURES={arch}", f"-DGPU_TARGETS={arch}"]
+            flags += [f"-DCMAKE_HIP_ARCHITECTURES={cmake_list}", f"-DGPU_TARGETS={cmake_list}"]
         if used.cmake_rocm_root:
             flags.append(f"-DCMAKE_PREFIX_PATH={rocm}")
         flags += common_cmake_flags(settings, prefix)
@@ -350,8 +365,8 @@ class RocmPlatform(Platform):
                 "-DBUILD_TESTING=OFF", "-DGMXAPI=OFF", "-DGMX_INSTALL_NBLIB_API=OFF",
                 "-DGMX_USE_COLVARS=NONE",
             ]  # fmt: skip
-        if explicit:
-            flags.append(f"-DHIPCC_HAS_TARGET_ARCH_{arch}=TRUE")
+        if explicit:  # GROMACS's own check of each target runs hipcc; the answer is known
+            flags += [f"-DHIPCC_HAS_TARGET_ARCH_{target}=TRUE" for target in targets]
         return flags
 
     def kernel_compiler(self, settings: Settings, labels: Mapping[str, str]) -> KernelCompiler:
@@ -463,6 +478,7 @@ class RocmPlatform(Platform):
         *,
         profile: ProfileMode = "none",
         stack: str | None = None,
+        image: str | None = None,
     ) -> list[str]:
         problems = super().preflight(simd, gpu_arch, options)
         if profile != "none" and stack in STACKS and not STACKS[stack].has_profilers:
@@ -473,13 +489,26 @@ class RocmPlatform(Platform):
             )
         elif profile == "systrace":
             problems += systrace_problems()
-        host_arch = detect_gpu_arch()
-        if gpu_arch and host_arch and gpu_arch != host_arch:
-            problems.append(
-                f"the image was built for {gpu_arch} but this host's GPU is {host_arch}; "
-                f"rebuild with ORCH_GPU_ARCH={host_arch}"
-            )
+        problem = self.target_problem(gpu_arch, image)
+        if problem:
+            problems.append(problem)
         return problems
+
+    def target_problem(self, gpu_arch: str | None, image: str | None) -> str | None:
+        """Why the host's GPU cannot run the image's code: its target (the KFD topology
+        below `sys_root`) is not among the image's targets (`gpu_arch`, comma-joined)."""
+        host = detect_gpu_arch(self.sys_root)
+        targets = [target for target in (gpu_arch or "").split(",") if target]
+        if not host or not targets or host in targets:
+            return None
+        held = ",".join(targets)
+        with_host = f"{held},{host}"
+        return (
+            f"the image {image or 'to run'} holds GPU code for {held} only, but this "
+            f"host's GPU is {host}, which it cannot run; rebuild it with that target added "
+            f"(ORCH_GPU_ARCH={with_host}, or --gpu-arch {with_host} on build or bench), "
+            "or run this build on the CPU with --cpu-only"
+        )
 
     def breakdown(self, md: MdLog, run_dir: Path, profile: ProfileMode) -> KernelBreakdown | None:
         """GPU kernels are only known from a trace."""

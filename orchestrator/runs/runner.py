@@ -129,7 +129,7 @@ def _user_steps(args: list[str]) -> int | None:
 
 def plan_run(
     client: Client, settings: Settings, req: RunRequest, *, allow_missing: bool = False,
-    emit: Emit = ignore,
+    emit: Emit = ignore, platform: Platform | None = None,
 ) -> Plan:  # fmt: skip
     """Everything about a run that can be decided before it starts.
 
@@ -137,6 +137,9 @@ def plan_run(
     the configured platform and named among the problems, so a GPU configuration can be
     checked before a long build. A kernel recipe's run needs the build's kernel image,
     which is made here when missing (seconds: `images.kernels`).
+
+    `platform` plans on that platform instead of the registered one the image's labels
+    name: one whose /dev and /sys are other trees (a test's fake GPU).
     """
     system = load_system(req.system, settings.recipes_dirs)
     if isinstance(system, ResolvedKernel):
@@ -153,7 +156,8 @@ def plan_run(
     labels = image.labels if image is not None else {}
     build_name = labels.get(label("build")) or req.build
     platform_name = labels.get(label("platform"))
-    platform = get(platform_name) if platform_name else active(settings)
+    if platform is None:
+        platform = get(platform_name) if platform_name else active(settings)
     if req.cpu_only:
         platform = host_cpu()
     steps = _user_steps(req.mdrun_args) or req.steps or system.default_steps
@@ -187,7 +191,7 @@ def plan_run(
     }
     problems = platform.preflight(
         labels.get(label("simd")), labels.get(label("gpu_arch")), options,
-        profile=req.profile, stack=labels.get(label("rocm_stack")),
+        profile=req.profile, stack=labels.get(label("rocm_stack")), image=ref,
     )  # fmt: skip
     if image is None:
         problems.insert(0, missing)
@@ -239,7 +243,10 @@ def _plan_kernel(
         "network_disabled": True,
         **options.engine_kwargs(),
     }
-    problems = list(options.problems)
+    # the GPU targets its program was compiled for, where its labels name them
+    problems = platform.preflight(
+        None, image.labels.get(label("gpu_arch")), options, image=image.tag
+    )
     return Plan(req, system, image.tag, image.id, image.labels, image.build, platform, run_dir,
                 tag, None, settings.jobs, argv, script, container, problems)  # fmt: skip
 

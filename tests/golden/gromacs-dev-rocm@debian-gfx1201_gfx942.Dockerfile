@@ -1,0 +1,64 @@
+# GROMACS dev, ROCm platform: same source and recipe as stable for gfx1201,gfx942, but HIP
+# goes straight through the toolchain under test, with the flags hipcc would inject:
+#   /opt/llvm-d7fead0f/bin/clang++
+#   from gmxbench-toolchain:rocm-example
+FROM gmxbench-builder:rocm-example AS source
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+WORKDIR /src
+COPY gromacs.tar.gz /src/gromacs.tar.gz
+RUN echo "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc  gromacs.tar.gz" | sha256sum -c -
+RUN sha256sum gromacs.tar.gz | cut -d' ' -f1 > gromacs.tar.gz.sha256
+
+FROM gmxbench-toolchain:rocm-example
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+COPY --from=source /src/gromacs.tar.gz /src/gromacs.tar.gz.sha256 /src/
+ENV SOURCE_DATE_EPOCH=1704067200
+ARG GMXBENCH_NO_COMPILE_CACHE=
+RUN --mount=type=cache,id=gmxbench-ccache-rocm-bbbbbbbbbbbb-bf0174daca0b,target=/ccache \
+    mkdir -p /src/gromacs /opt/gmxbench \
+ && tar -C /src/gromacs --strip-components=1 -xzf /src/gromacs.tar.gz \
+ && export CCACHE_DIR=/ccache CCACHE_COMPILERCHECK=content CCACHE_STATSLOG=/tmp/ccache-stats.log \
+ && if [ -n "$GMXBENCH_NO_COMPILE_CACHE" ]; then export CCACHE_DISABLE=1; fi \
+ && cmake -S /src/gromacs -B /build/gromacs \
+      -G Ninja \
+      -DCMAKE_BUILD_TYPE=Release \
+      -DGMX_GPU=HIP \
+      -DCMAKE_HIP_COMPILER=/opt/llvm-d7fead0f/bin/clang++ \
+      '-DCMAKE_HIP_FLAGS=--rocm-path=/usr --offload-arch=gfx1201 --offload-arch=gfx942 -fPIC -fno-gpu-rdc -ffast-math -munsafe-fp-atomics -fdenormal-fp-math=ieee -fcuda-flush-denormals-to-zero -fno-slp-vectorize -Wno-unused-command-line-argument -Wno-pass-failed --rocm-device-lib-path=/usr/lib/llvm-21/lib/clang/21/amdgcn/bitcode -mcode-object-version=6 -ffile-prefix-map=/src/gromacs=. -ffile-prefix-map=/build/gromacs=build' \
+      -DGMX_HIP_TARGET_ARCH=gfx1201,gfx942 \
+      '-DCMAKE_HIP_ARCHITECTURES=gfx1201;gfx942' \
+      '-DGPU_TARGETS=gfx1201;gfx942' \
+      '-DCMAKE_C_FLAGS=-ffile-prefix-map=/src/gromacs=. -ffile-prefix-map=/build/gromacs=build' \
+      '-DCMAKE_CXX_FLAGS=-ffile-prefix-map=/src/gromacs=. -ffile-prefix-map=/build/gromacs=build' \
+      -DGMX_MPI=OFF \
+      -DGMX_OPENMP=ON \
+      -DGMX_BUILD_OWN_FFTW=OFF \
+      -DCMAKE_INSTALL_PREFIX=/opt/gromacs/dev-llvm-d7fead0f-gfx1201_gfx942-20260516-0243 \
+      -DGMX_DOUBLE=OFF \
+      -DGMX_SIMD=AVX2_256 \
+      -DGMX_USE_RDTSCP=ON \
+      -DBUILD_TESTING=OFF \
+      -DGMXAPI=OFF \
+      -DGMX_INSTALL_NBLIB_API=OFF \
+      -DGMX_USE_COLVARS=NONE \
+      -DHIPCC_HAS_TARGET_ARCH_gfx1201=TRUE \
+      -DHIPCC_HAS_TARGET_ARCH_gfx942=TRUE \
+      -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_HIP_COMPILER_LAUNCHER=ccache \
+ && { ninja -C /build/gromacs -j"$(nproc)" install \
+      || { ccache --show-log-stats -v 2>/dev/null; exit 1; }; } \
+ && if [ -n "$GMXBENCH_NO_COMPILE_CACHE" ]; then echo disabled; \
+    else ccache --show-log-stats -v 2>/dev/null || true; fi | tee /opt/gmxbench/compile-cache.txt \
+ && find /build/gromacs -name '*.o' | sort | while read -r object; do \
+      if /usr/lib/llvm-21/bin/llvm-objdump -h "$object" | grep '[.]hip_fatbin' > /dev/null; then \
+        kept="/opt/gmxbench/codeobjects/${object#/build/gromacs/}"; \
+        mkdir -p "${kept%/*}" && cp "$object" "$kept" \
+        && /usr/lib/llvm-21/bin/llvm-objdump --offloading "$kept" > /dev/null \
+        && rm -f "$kept" "$kept".*host-*; \
+      fi; \
+    done \
+ && sed '/^GMX_BUILD_HOSTNAME:/d' /build/gromacs/CMakeCache.txt > /opt/gromacs/dev-llvm-d7fead0f-gfx1201_gfx942-20260516-0243/CMakeCache.txt \
+ && rm -rf /build/gromacs /src/gromacs
+ENV PATH=/opt/gromacs/dev-llvm-d7fead0f-gfx1201_gfx942-20260516-0243/bin:$PATH \
+    GMXBENCH_BUILD=dev-llvm-d7fead0f-gfx1201_gfx942-20260516-0243 \
+    GMXBENCH_PREFIX=/opt/gromacs/dev-llvm-d7fead0f-gfx1201_gfx942-20260516-0243
+WORKDIR /run
