@@ -10,12 +10,13 @@ compiles it.
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_codegen import GROMACS, _codegen, _machine_code, _report
+from test_codegen import GROMACS, _code_objects, _codegen, _elf_symbols, _machine_code, _report
 
 from orchestrator.core.errors import UsageError
 from orchestrator.images.provenance import ImageRecord
@@ -34,6 +35,7 @@ from orchestrator.results.report import codegen_lines
 from orchestrator.runs.store import CODEGEN_FILE
 from orchestrator.workflows.bench import NOTHING_CHANGED, nothing_changed
 from orchestrator.workflows.codegen import Side, diff_report, runs_codegen, verdict_diff
+from orchestrator.workflows.placement import changed_families
 
 TARGETS = Path(__file__).parent / "data" / "codegen" / "targets"
 #: The units the gfx1201 and gfx90a fixtures both hold.
@@ -248,3 +250,75 @@ def test_html_view_has_a_per_target_table(builds: dict[str, Codegen]) -> None:
     one = diff(builds["a1"], builds["b1"])
     cmp_one = cmp.model_copy(update={"codegen": one})
     assert 'class="targets"' not in section([BenchCodegen(cmp_one)])
+
+
+def test_placement_sees_only_the_timed_targets_changes(builds: dict[str, Codegen]) -> None:
+    targets = diff_targets(builds["A"], builds["B"])
+    expected = changed_families(diff(builds["a1"], builds["b1"]))
+    assert expected and changed_families(targets.for_verdict("gfx1201")) == expected
+    assert changed_families(targets.for_verdict("gfx90a")) == {}
+
+
+# --- one unit compiled for two targets in one clang call (tests/data/codegen/targets) ----------
+
+
+def _target_machine_code(root: Path) -> dict[tuple[str, str], bytes]:
+    """(arch, function) -> raw bytes, from every code object under `root`."""
+    code = {}
+    for path, _rel, _unit, arch in _code_objects(root):
+        for name, (kind, raw) in _elf_symbols(gzip.decompress(path.read_bytes())).items():
+            if kind == 2:
+                code[arch, name] = raw
+    return code
+
+
+def test_real_two_target_compile_is_diffed_per_target() -> None:
+    """leapfrog compiled with --offload-arch=gfx1201 --offload-arch=gfx942, as configured
+    and with -fno-unroll-loops: each target's changed kernels are those whose bytes
+    differ in that target's code object, with that target's own occupancy."""
+    base, nounroll = _codegen(TARGETS / "base", "base"), _codegen(TARGETS / "nounroll", "nounroll")
+    assert base.archs == ["gfx1201", "gfx942"]
+    assert all(key.endswith(("@gfx1201", "@gfx942")) for key in base.kernels)
+    raw_a, raw_b = (
+        _target_machine_code(TARGETS / "base"),
+        _target_machine_code(TARGETS / "nounroll"),
+    )
+    targets = diff_targets(base, nounroll)
+    lines = []
+    for arch in base.archs:
+        d = targets.diffs[arch]
+        names = {name for (where, name) in raw_a if where == arch}
+        assert {k.name for k in d.changed} == {n for n in names if raw_a[arch, n] != raw_b[arch, n]}
+        views = target_view(base, arch).kernels, target_view(nounroll, arch).kernels
+        for k in d.changed:
+            assert k.occupancy == (views[0][k.key].occupancy, views[1][k.key].occupancy)
+            assert k.vgprs == (views[0][k.key].vgprs, views[1][k.key].vgprs)
+        lines.append(f"{arch}: {len(d.changed)} changed of {len(names)}")
+    assert targets_line(targets.diffs["gfx1201"]) == "; ".join(lines)
+    wave32, wave64 = (targets.diffs[arch].changed for arch in base.archs)
+    by_key = {k.key: k for k in wave64}
+    assert {k.key for k in wave32} == set(by_key)  # -fno-unroll-loops changed both
+    for k in wave32:  # the same kernel, each target's occupancy: 16 waves (gfx1201), ≤ 8
+        assert k.occupancy[0] == 16 and (by_key[k.key].occupancy[0] or 99) <= 8
+
+
+def test_one_target_build_against_the_same_compile_for_two_targets() -> None:
+    """The same unit compiled for gfx1201 alone and for gfx1201 and gfx942: the shared
+    target's code is the same (nothing to measure on a gfx1201 host), and gfx942 is only
+    in B, not nine changed kernels."""
+    one, two = _codegen(TARGETS / "one", "one"), _codegen(TARGETS / "base", "two")
+    raw_one, raw_two = (_target_machine_code(TARGETS / v) for v in ("one", "base"))
+    assert raw_one == {key: code for key, code in raw_two.items() if key[0] == "gfx1201"}
+    targets = diff_targets(one, two)
+    here = targets.for_verdict("gfx1201")
+    assert nothing_changed(here) and not here.changed and here.host
+    assert (
+        targets_line(here) == "gfx1201 (this host): 0 changed of 9; gfx942: only in B (9 kernels)"
+    )
+    assert nothing_to_measure(here, NOTHING_CHANGED) == (
+        f"gfx1201 (this host): {NOTHING_CHANGED} here; gfx942: only in B (9 kernels)"
+    )
+    assert diff(one, two) == here.model_copy(update={"targets": [], "host": False})
+    assert diff(one, two, "gfx942").categories["other"].only_b == sorted(
+        target_view(two, "gfx942").kernels
+    )

@@ -147,8 +147,9 @@ def nothing_to_measure(d: CodegenDiff, base: str) -> str:
         return base
     where = "this host" if d.host else "primary target"
     parts = [f"{d.arch} ({where}): {base} here"]
-    parts += [f"{t.text()} — measure on a {t.arch} host" for t in elsewhere if t.in_b]
-    parts += [t.text() for t in elsewhere if not t.in_b]
+    for t in elsewhere:  # a target one build lacks cannot be compared on any host
+        both = t.in_a and t.in_b
+        parts.append(f"{t.text()} — measure on a {t.arch} host" if both else t.text())
     return "; ".join(parts)
 
 

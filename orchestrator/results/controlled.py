@@ -22,7 +22,9 @@ factor that hits every kernel alike. No unchanged kernel measured in every run: 
 the raw verdict alone. GPU (a kernel trace): per kernel, the trace's names matched to the
 codegen fingerprint (:func:`kernel_status`). CPU (md.log's cycle accounting): per category,
 changed when a hot function of it changed; ``other`` is never a control, since most of its
-time (neighbour search, waits, the rest) is code the fingerprint does not cover.
+time (neighbour search, waits, the rest) is code the fingerprint does not cover. A build
+for several GPU targets is judged on the diff of the target the runs' GPU executes
+(`results.codegen_targets`), keyed as a one-target build's: one key per kernel there.
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@
 why; a named system that does not run them gets a caution naming the systems that do.
 Both add the mdrun options the recipe states for the changed families (`exercise`),
 except with --cpu-only: they are GPU options, and those runs are host code's.
-What a system runs is `runs.coverage`'s answer.
+What a system runs is `runs.coverage`'s answer. The changed kernels are those of the
+target the runs' GPU executes (`results.codegen_targets`): another target's changes run
+on another GPU.
 """
 
 from __future__ import annotations
