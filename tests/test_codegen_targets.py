@@ -16,10 +16,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_codegen import GROMACS, _code_objects, _codegen, _elf_symbols, _machine_code, _report
+from test_codegen import (
+    GROMACS,
+    _code_objects,
+    _codegen,
+    _cpu_records,
+    _elf_symbols,
+    _machine_code,
+    _report,
+)
 
 from orchestrator.core.errors import UsageError
+from orchestrator.core.events import Event
 from orchestrator.images.provenance import ImageRecord
+from orchestrator.parsers import codegen_probe as probe
 from orchestrator.parsers.codegen import Codegen, parse_probe_output
 from orchestrator.parsers.occupancy import occupancy_detail
 from orchestrator.results.codegen_diff import diff, primary_target, render, target_view
@@ -33,7 +43,7 @@ from orchestrator.results.compare import Comparison
 from orchestrator.results.html_codegen import BenchCodegen, section
 from orchestrator.results.report import codegen_lines
 from orchestrator.runs.store import CODEGEN_FILE
-from orchestrator.workflows.bench import NOTHING_CHANGED, nothing_changed
+from orchestrator.workflows.bench import NOTHING_CHANGED, _summary, nothing_changed
 from orchestrator.workflows.codegen import Side, diff_report, runs_codegen, verdict_diff
 from orchestrator.workflows.placement import changed_families
 
@@ -126,6 +136,21 @@ def test_one_target_build_keeps_its_keys_and_cpu_is_unchanged() -> None:
     d = diff(a, b)
     assert {k.key for k in d.changed} <= set(a.kernels) and d.arch == "gfx1201" and d.gpu
     assert targets_line(diff_targets(a, b).diffs["gfx1201"]) is None
+    records = list(_cpu_records().values())
+    report = dict(schema=probe.SCHEMA, mode="cpu", tools={}, archs=["x86_64"],
+                  code_objects=[], functions=records, elapsed_s=0.0)  # fmt: skip
+    cpu = parse_probe_output(json.dumps(report), source="cpu", build="cpu-a")
+    slower = cpu.model_copy(deep=True, update={"build": "cpu-b"})
+    key = next(iter(slower.kernels))
+    slower.kernels[key] = slower.kernels[key].model_copy(update={"sha256": "0" * 64})
+    host = diff_targets(cpu, slower)
+    assert list(host.diffs) == ["x86_64"] and not host.several
+    only = host.for_verdict(None)
+    assert only.model_copy(update={"targets": []}) == diff(cpu, slower)
+    assert not only.gpu and [k.key for k in only.changed] == [key]
+    assert targets_line(only) is None and set(target_view(cpu, "x86_64").kernels) == set(
+        cpu.kernels
+    )
 
 
 def test_occupancy_is_each_targets_own(builds: dict[str, Codegen]) -> None:
@@ -322,3 +347,17 @@ def test_one_target_build_against_the_same_compile_for_two_targets() -> None:
     assert diff(one, two, "gfx942").categories["other"].only_b == sorted(
         target_view(two, "gfx942").kernels
     )
+
+
+def test_bench_summary_names_the_timed_target(builds: dict[str, Codegen]) -> None:
+    said: list[Event] = []
+    d = diff_targets(builds["A"], builds["B"]).for_verdict("gfx1201")
+    _summary(d, 1.25, said.append)
+    texts = [e.text for e in said]
+    assert texts[0] == (
+        f"codegen after 1.2 s: {len(d.changed)} of 25 kernels changed on gfx1201 (this host's GPU)"
+    )
+    assert f"  per target: {targets_line(d)}" in texts
+    said.clear()
+    _summary(diff(builds["a1"], builds["b1"]), 1.25, said.append)
+    assert not any("per target" in e.text for e in said)
