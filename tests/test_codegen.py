@@ -683,7 +683,8 @@ FIELDS = ("sha256", "instructions", "classes", "kind", "unit", "arch", "vgprs", 
 
 @pytest.mark.engine
 @pytest.mark.parametrize(
-    "variant", ["gromacs/a", "gromacs/nounroll", "gromacs/gfx90a", "layout/v1", "cov/v5"]
+    "variant",
+    ["gromacs/a", "gromacs/nounroll", "gromacs/gfx90a", "layout/v1", "cov/v5", "targets/base"],
 )
 def test_probe_in_image_matches_the_stored_tool_output(
     engine: Any, hip_image: str, hip_tools: dict[str, str], variant: str

@@ -40,6 +40,7 @@ from orchestrator.results.codegen_targets import (
     targets_line,
 )
 from orchestrator.results.compare import Comparison
+from orchestrator.results.controlled import kernel_status
 from orchestrator.results.html_codegen import BenchCodegen, section
 from orchestrator.results.report import codegen_lines
 from orchestrator.runs.store import CODEGEN_FILE
@@ -361,3 +362,13 @@ def test_bench_summary_names_the_timed_target(builds: dict[str, Codegen]) -> Non
     said.clear()
     _summary(diff(builds["a1"], builds["b1"]), 1.25, said.append)
     assert not any("per target" in e.text for e in said)
+
+
+def test_controlled_verdict_reads_only_the_timed_targets_code(builds: dict[str, Codegen]) -> None:
+    """A kernel trace names a kernel once, whatever the targets: on a gfx90a host the
+    kernels -fno-unroll-loops changed on gfx1201 are the control, not changed ones."""
+    targets = diff_targets(builds["A"], builds["B"])
+    names = sorted({k.demangled for k in targets.diffs["gfx1201"].changed if k.demangled})
+    assert names
+    assert set(kernel_status(names, targets.for_verdict("gfx1201")).values()) == {"changed"}
+    assert set(kernel_status(names, targets.for_verdict("gfx90a")).values()) == {"unchanged"}
