@@ -88,3 +88,34 @@ def changed(plain: Path, option: Path) -> tuple[set[tuple[str, str]], set[str]]:
     before, after = read_folder(plain), read_folder(option)
     assert before and before.keys() == after.keys(), sorted(before.keys() ^ after.keys())[:10]
     return {key for key in before if before[key] != after[key]}, {unit for unit, _ in before}
+
+
+def target_of(relative: str) -> str:
+    """The GPU target of a code object from its name's last `--` part (`…--gfx942.objdump`)."""
+    return relative.removesuffix(SUFFIX).rsplit("--", 1)[1]
+
+
+def changed_by_target(plain: Path, option: Path) -> set[tuple[str, str, str]]:
+    """(target, unit, symbol) of every symbol whose instruction text differs, for folders
+    holding each unit's code objects for several targets (read target by target)."""
+    found: set[tuple[str, str, str]] = set()
+    targets = {target_of(p.name) for p in plain.rglob(f"*{SUFFIX}")}
+    for target in sorted(targets):
+        sides = []
+        for root in (plain, option):
+            texts: dict[tuple[str, str], list[str]] = {}
+            for path in sorted(root.rglob(f"*--{target}{SUFFIX}")):
+                unit = unit_of(path.relative_to(root).as_posix())
+                for name, lines in split_symbols(path.read_text()).items():
+                    assert (unit, name) not in texts, f"{name} twice in {unit} for {target}"
+                    texts[unit, name] = lines
+            sides.append(texts)
+        before, after = sides
+        assert before and before.keys() == after.keys(), (
+            target,
+            sorted(before.keys() ^ after.keys())[:10],
+        )
+        found |= {
+            (target, unit, name) for unit, name in before if before[unit, name] != after[unit, name]
+        }
+    return found

@@ -32,6 +32,7 @@ from orchestrator.images.provenance import ImageRecord
 from orchestrator.parsers import codegen_probe as probe
 from orchestrator.parsers.codegen import Codegen, parse_probe_output
 from orchestrator.parsers.occupancy import occupancy_detail
+from orchestrator.platforms.rocm import RocmPlatform
 from orchestrator.results.codegen_diff import diff, primary_target, render, target_view
 from orchestrator.results.codegen_targets import (
     diff_targets,
@@ -43,7 +44,8 @@ from orchestrator.results.compare import Comparison
 from orchestrator.results.controlled import kernel_status
 from orchestrator.results.html_codegen import BenchCodegen, section
 from orchestrator.results.report import codegen_lines
-from orchestrator.runs.store import CODEGEN_FILE
+from orchestrator.runs.hostinfo import collect
+from orchestrator.runs.store import CODEGEN_FILE, ImageRef, RunResult, RunStore
 from orchestrator.workflows.bench import NOTHING_CHANGED, _summary, nothing_changed
 from orchestrator.workflows.codegen import Side, diff_report, runs_codegen, verdict_diff
 from orchestrator.workflows.placement import changed_families
@@ -372,3 +374,27 @@ def test_controlled_verdict_reads_only_the_timed_targets_code(builds: dict[str, 
     assert names
     assert set(kernel_status(names, targets.for_verdict("gfx1201")).values()) == {"changed"}
     assert set(kernel_status(names, targets.for_verdict("gfx90a")).values()) == {"unchanged"}
+
+
+def test_stored_runs_are_judged_on_the_gpu_they_ran_on(
+    builds: dict[str, Codegen], tmp_path: Path
+) -> None:
+    """A run records its GPU's target (the KFD topology, read like the runner reads it);
+    compare and the report judge stored runs on that target, not today's host's."""
+    sys_root = tmp_path / "host"
+    node = sys_root / "sys/class/kfd/kfd/topology/nodes/1"
+    node.mkdir(parents=True)
+    (node / "properties").write_text("cpu_cores_count 0\ngfx_target_version 90010\n")
+    host = collect(RocmPlatform(dev_root=tmp_path / "dev", sys_root=sys_root), sys_root)
+    assert host.gpu_target == "gfx90a"
+    for name, run in (("A", "base"), ("B", "cand")):
+        (tmp_path / run).mkdir()
+        (tmp_path / run / CODEGEN_FILE).write_text(builds[name].model_dump_json())
+    result = RunResult(
+        run_id="cand", build="b", system="water:3k:pme", tag="t", platform="rocm",
+        timestamp="2026-11-25T00:00:00+00:00", finished=True, return_code=0, ns_per_day=1.0,
+        image=ImageRef(tag="gromacs:x", id="sha256:0"), host=host, command=["gmx"],
+    )  # fmt: skip
+    RunStore.save(tmp_path / "cand", result)
+    found = runs_codegen(tmp_path / "base", tmp_path / "cand")
+    assert found is not None and found.arch == "gfx90a" and found.host

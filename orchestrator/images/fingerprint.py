@@ -53,10 +53,13 @@ def save(results_dir: Path, codegen: Codegen, tag: str) -> Path:
     return write_atomic(codegen_path(results_dir, tag), codegen.model_dump_json() + "\n")
 
 
-def function_asm(client: Client, record: ImageRecord, name: str, unit: str | None) -> str:
-    """One function's normalised code in the image of `record` (for `codegen diff --asm`)."""
+def function_asm(
+    client: Client, record: ImageRecord, name: str, unit: str | None, arch: str | None = None
+) -> str:
+    """One function's normalised code in the image of `record` (for `codegen diff --asm`),
+    for target `arch` where the image holds several."""
     platform = get(record.platform or "cpu")
-    command = platform.codegen_probe("asm", _prefix(record), record.rocm_stack, name, unit)
+    command = platform.codegen_probe("asm", _prefix(record), record.rocm_stack, name, unit, arch)
     code, out = probe(client, record.id, command, timeout=PROBE_TIMEOUT, stderr=False)
     if code != 0:
         raise UserError(f"Could not print the code of {name} in {record.tag} (exit {code}).")
@@ -64,14 +67,18 @@ def function_asm(client: Client, record: ImageRecord, name: str, unit: str | Non
 
 
 def functions_asm(
-    client: Client, record: ImageRecord, names: Sequence[str], unit: str | None
+    client: Client,
+    record: ImageRecord,
+    names: Sequence[str],
+    unit: str | None,
+    arch: str | None = None,
 ) -> dict[str, str]:
     """Several functions' normalised code from one probe of `unit` (disassembling a big
     unit is the cost, not the functions); a name not found exactly once is left out."""
     if len(names) == 1:
-        return {names[0]: function_asm(client, record, names[0], unit)}
+        return {names[0]: function_asm(client, record, names[0], unit, arch)}
     platform = get(record.platform or "cpu")
-    command = platform.codegen_probe("asm", _prefix(record), record.rocm_stack, names, unit)
+    command = platform.codegen_probe("asm", _prefix(record), record.rocm_stack, names, unit, arch)
     code, out = probe(client, record.id, command, timeout=PROBE_TIMEOUT, stderr=False)
     try:
         texts = json.loads(out) if code == 0 else None

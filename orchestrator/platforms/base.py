@@ -132,6 +132,8 @@ class DeviceInfo(BaseModel):
     gpu_model: str | None = None
     gpu_driver: str | None = None
     gpu_perf_level: str | None = None
+    #: The GPU's target (gfx1201): which of a several-target build's code ran.
+    gpu_target: str | None = None
     warnings: list[str] = Field(default_factory=list)
 
 
@@ -315,10 +317,12 @@ class Platform(ABC):
     def codegen_probe(
         self, mode: Literal["fingerprint", "asm"], prefix: str, stack: str | None,
         name: str | Sequence[str] | None = None, unit: str | None = None,
+        arch: str | None = None,
     ) -> list[str]:  # fmt: skip
         """The command that fingerprints a finished image of this platform (or prints one
         functions' normalised code): `parsers.codegen.probe_argv` with this platform's
-        tools and where its builds keep their code."""
+        tools and where its builds keep their code; `arch` picks one target's code of a
+        several-target build (asm)."""
 
     @abstractmethod
     def kernel_compiler(self, settings: Settings, labels: Mapping[str, str]) -> KernelCompiler:

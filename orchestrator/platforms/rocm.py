@@ -402,12 +402,13 @@ class RocmPlatform(Platform):
     def codegen_probe(
         self, mode: Literal["fingerprint", "asm"], prefix: str, stack: str | None,
         name: str | Sequence[str] | None = None, unit: str | None = None,
+        arch: str | None = None,
     ) -> list[str]:  # fmt: skip
         """The GPU code objects the build kept, read by the stack's own LLVM tools."""
         tools = STACKS[stack or "amd"].llvm_bin_of_image()
         if mode == "asm":
             return probe_argv("asm", CODEOBJECTS, objdump=f"{tools}/llvm-objdump", name=name,
-                              unit=unit)  # fmt: skip
+                              unit=unit, arch=arch)  # fmt: skip
         return probe_argv(
             "gpu", CODEOBJECTS, objdump=f"{tools}/llvm-objdump",
             readelf=f"{tools}/llvm-readelf", cxxfilt=f"{tools}/llvm-cxxfilt",
@@ -530,6 +531,7 @@ class RocmPlatform(Platform):
             driver = card / "driver" / "module" / "version"
             info.gpu_driver = _read(driver) or _read(sys_root / "sys/module/amdgpu/version")
             break
+        info.gpu_target = detect_gpu_arch(sys_root)
         if info.gpu_perf_level not in PINNED_LEVELS:
             info.warnings.append(
                 f"GPU performance level is {info.gpu_perf_level or 'unknown'}, not pinned: run "

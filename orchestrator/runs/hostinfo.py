@@ -36,6 +36,8 @@ class HostInfo(BaseModel):
     gpu_model: str | None = None
     gpu_driver: str | None = None
     gpu_perf_level: str | None = None
+    #: The GPU's target (gfx1201): which target's code a several-target build ran.
+    gpu_target: str | None = None
     warnings: list[str] = Field(default_factory=list)
 
 
@@ -69,7 +71,7 @@ def collect(platform: Platform, sys_root: Path = Path("/")) -> HostInfo:
         )
     devices = platform.devices(sys_root)
     info.gpu_model, info.gpu_driver = devices.gpu_model, devices.gpu_driver
-    info.gpu_perf_level = devices.gpu_perf_level
+    info.gpu_perf_level, info.gpu_target = devices.gpu_perf_level, devices.gpu_target
     info.warnings += devices.warnings
     return info
 

@@ -155,7 +155,7 @@ def kernel_asm_diffs(
         if not wanted.search(one.demangled or one.name):
             continue
         texts = [
-            fingerprint.function_asm(client, image, kernel.name, kernel.unit)  # type: ignore[arg-type]
+            fingerprint.function_asm(client, image, kernel.name, kernel.unit, kernel.arch)  # type: ignore[arg-type]
             for image, kernel in zip(images, (one, two), strict=True)
         ]
         labels = {"a_label": f"{a.label} {one.name}", "b_label": f"{b.label} {two.name}"}
@@ -183,15 +183,25 @@ def builds_codegen(
 
 def runs_codegen(baseline: Path, candidate: Path) -> CodegenDiff | None:
     """The codegen diff of the images two runs ran, from the runs' own copies (which
-    hold every target), on the target the timings are of: this host's GPU where a build
-    holds it, else the first target both builds hold, the baseline's order first."""
+    hold every target), on the target the timings are of: the GPU the candidate run
+    recorded where a build holds it, else the first target both builds hold, the
+    baseline's order first."""
     copies = [path / CODEGEN_FILE for path in (baseline, candidate)]
     if not all(copy.exists() for copy in copies):
         return None
     one, two = (load_codegen(copy) for copy in copies)
     if one.build == two.build or one.platform != two.platform:
         return None
-    return verdict_diff(diff_targets(one, two), host=host_target())
+    return verdict_diff(diff_targets(one, two), host=run_target(candidate))
+
+
+def run_target(run_dir: Path) -> str | None:
+    """The GPU target a stored run recorded (None: a CPU run, or one recorded before
+    targets were)."""
+    try:
+        return RunStore.load(run_dir).host.gpu_target
+    except UserError:
+        return None
 
 
 def _view(codegen: Codegen, result: CodegenDiff) -> Codegen:
@@ -258,7 +268,9 @@ def keep_asm_diffs(
         unit = kernel.unit
         if (side, unit) not in texts:
             names = wanted.get(unit) or [kernel.name]
-            texts[side, unit] = fingerprint.functions_asm(client, images[side], names, unit)
+            texts[side, unit] = fingerprint.functions_asm(
+                client, images[side], names, unit, kernel.arch
+            )
         if kernel.name not in texts[side, unit]:
             raise UserError(f"{kernel.name} is not exactly once in {unit} of {images[side].tag}")
         return texts[side, unit][kernel.name]
