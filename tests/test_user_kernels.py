@@ -24,6 +24,7 @@ from objdump_kernels import changed as objdump_changed
 from orchestrator.core.errors import UserError
 from orchestrator.core.settings import load_settings
 from orchestrator.images import kernels
+from orchestrator.images.kernel_image import KernelImage
 from orchestrator.images.toolchain_llvm import ensure_toolchain_llvm
 from orchestrator.images.user_kernels import UserProgram
 from orchestrator.parsers.codegen import Codegen
@@ -124,7 +125,7 @@ done
 """
 
 
-def independent(engine: Any, image: kernels.KernelImage, work: Path) -> set[tuple[str, str]]:
+def independent(engine: Any, image: KernelImage, work: Path) -> set[tuple[str, str]]:
     """(target, kernel) pairs whose code `OPTION` changes, compiled directly by Debian's
     clang 21 (which the stand-ins forward to) with the kernel compiler's flags, one target
     at a time, in the first stand-in's kernel image (our headers are there)."""

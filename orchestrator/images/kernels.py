@@ -17,8 +17,7 @@ import json
 import re
 import subprocess
 import sys
-from dataclasses import dataclass
-from importlib.resources import as_file, files
+from importlib.resources import as_file
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +36,7 @@ from orchestrator.images.catalog import (
     probe,
 )
 from orchestrator.images.gromacs import example_probe, gromacs_ref
+from orchestrator.images.kernel_image import REPO, SOURCES, KernelImage
 from orchestrator.images.provenance import (
     KIND_LABEL,
     TOOLCHAIN_LABEL,
@@ -53,8 +53,6 @@ from orchestrator.parsers.codegen import probe_argv
 from orchestrator.platforms import active, get
 from orchestrator.platforms.base import Compiler, KernelCompiler
 
-REPO = "gmxbench-kernels"
-SOURCES = files("orchestrator.runs") / "kernels"
 REQUIREMENTS = "tune-requirements.txt"
 PROGRAMS = ("bandwidth", "tune")
 #: The files each program's image copies from `runs/kernels/` (bandwidth: the platform's
@@ -71,19 +69,6 @@ def template(program: str) -> str:
 
 def templates() -> list[str]:
     return [*(template(p) for p in PROGRAMS), USER_TEMPLATE]
-
-
-@dataclass(frozen=True)
-class KernelImage:
-    """A kernel image ready to run: its tag and id, and the build it measures."""
-
-    tag: str
-    id: str
-    build: str
-    labels: dict[str, str]
-    compiler: KernelCompiler
-    #: A user's program: the CPU fingerprint's symbol pattern (its kernels' names).
-    pattern: str | None = None
 
 
 #: The codegen fingerprint of a user's kernel image (each kernel per GPU target).
@@ -144,8 +129,9 @@ def example_context(name: str, settings: Settings) -> dict[str, Any]:
         label("compiler"): platform.compiler_under_test(compiler),
     }
     if name == USER_TEMPLATE:
-        tools = llvm_bin(labels)
-        return user_context(kernel_compiler(settings, labels), gromacs_ref(build), build,
+        kernel = kernel_compiler(settings, labels)
+        tools = llvm_bin(labels, kernel.api)
+        return user_context(kernel, gromacs_ref(build), build,
                             "saxpy.hip" if tools else "saxpy.cpp", tools)  # fmt: skip
     return context(name.removeprefix("kernel-"), settings, gromacs_ref(build), build, labels)
 
@@ -164,7 +150,9 @@ def ensure(
             "--package clang-16`); `nox -s images` lists what exists."
         )
     if isinstance(program, UserProgram):
-        return ensure_user(client, settings, parent, gromacs_ref(ref), program, emit)
+        build = build_name(parent, gromacs_ref(ref))
+        compiler = kernel_compiler(settings, parent.labels)
+        return ensure_user(client, settings, parent, build, compiler, program, emit)
     build = build_name(parent, gromacs_ref(ref))
     values = context(program, settings, parent.id, build, parent.labels)
     compiler = kernel_compiler(settings, parent.labels)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -36,14 +36,12 @@ from orchestrator.images.catalog import (
     now_iso,
     probe,
 )
+from orchestrator.images.kernel_image import REPO, SOURCES, KernelImage
 from orchestrator.images.provenance import ImageRecord, build_log_path, label
 from orchestrator.images.render import render
 from orchestrator.parsers.codegen import Codegen, parse_probe_output, probe_argv
 from orchestrator.platforms.base import KernelCompiler
 from orchestrator.platforms.rocm import STACKS
-
-if TYPE_CHECKING:
-    from orchestrator.images.kernels import KernelImage
 
 TEMPLATE = "kernel-user"
 #: The harness header and the header whose batch timing it reuses (`runs/kernels/`).
@@ -98,9 +96,9 @@ class UserProgram(BaseModel):
         return "(" + "|".join(re.escape(name) for name in self.functions) + ")"
 
 
-def llvm_bin(labels: dict[str, str]) -> str | None:
-    """The LLVM tools of a GPU image's ROCm stack (llvm-objdump), None on the CPU."""
-    if labels.get(label("platform")) != "rocm":
+def llvm_bin(labels: dict[str, str], api: str) -> str | None:
+    """The LLVM tools of a HIP image's ROCm stack (llvm-objdump), None for other APIs."""
+    if api != "hip":
         return None
     return STACKS[labels.get(label("rocm_stack")) or "amd"].llvm_bin_of_image()
 
@@ -124,13 +122,11 @@ def context(
 
 
 def ensure_user(
-    client: Client, settings: Settings, parent: Image, ref: str, program: UserProgram, emit: Emit
-) -> KernelImage:
-    """The kernel image of a user's program on `parent` (the image `ref` names)."""
-    from orchestrator.images import kernels
-
-    build = kernels.build_name(parent, ref)
-    compiler = kernels.kernel_compiler(settings, parent.labels)
+    client: Client, settings: Settings, parent: Image, build: str, compiler: KernelCompiler,
+    program: UserProgram, emit: Emit,
+) -> KernelImage:  # fmt: skip
+    """The kernel image of a user's program on `parent`, the image of `build`, compiled by
+    `compiler` (the platform's answer for that image)."""
     written, path = program.source(compiler.api, build)
     if not path.is_file():
         raise UserError(
@@ -139,20 +135,18 @@ def ensure_user(
             "recipe or fix [sources]."
         )
     files: dict[str, bytes | Path] = {
-        f"include/{name}": kernels.SOURCES.joinpath(name).read_bytes() for name in HEADERS
+        f"include/{name}": SOURCES.joinpath(name).read_bytes() for name in HEADERS
     }
     files[f"src/{written}"] = path.read_bytes()
-    values = context(compiler, parent.id, build, written, llvm_bin(parent.labels))
+    values = context(compiler, parent.id, build, written, llvm_bin(parent.labels, compiler.api))
     dockerfile = render(TEMPLATE, values)
     digests = [f"{n}={hashlib.sha256(_data(d)).hexdigest()}" for n, d in sorted(files.items())]
     key = inputs_key(dockerfile, parent.id, *digests)
-    tag = f"{kernels.REPO}:{build}-{_slug(program.recipe)}-{key[:8]}"
+    tag = f"{REPO}:{build}-{_slug(program.recipe)}-{key[:8]}"
     found = find_by_inputs(client, key, "kernels")
     if found is not None:
         keep_tag(client, found, tag)
-        return kernels.KernelImage(
-            tag, found.id, build, dict(found.labels), compiler, program.pattern()
-        )
+        return KernelImage(tag, found.id, build, dict(found.labels), compiler, program.pattern())
     emit(Step(f"kernel image: {program.recipe} ({written}) for {build}, by {compiler.compiler}"))
     log = build_log_path(settings.results_dir, tag)
     try:
@@ -172,7 +166,7 @@ def ensure_user(
     final = label_and_tag(client, built, record, [tag], emit)
     image = engine.image(client, final)
     assert image is not None, final
-    return kernels.KernelImage(tag, final, build, dict(image.labels), compiler, program.pattern())
+    return KernelImage(tag, final, build, dict(image.labels), compiler, program.pattern())
 
 
 def compiler_output(log: Path) -> str:
@@ -190,7 +184,7 @@ def fingerprint(client: Client, image: KernelImage) -> Codegen:
     """The code the build's compiler made for the program: each kernel per GPU target
     (`name@gfx1201`, `name@gfx942` where there are several) from the kept code objects,
     or the CPU binary's functions (the recipe's `functions`, or all)."""
-    tools = llvm_bin(image.labels)
+    tools = llvm_bin(image.labels, image.compiler.api)
     if tools is not None:
         argv = probe_argv(
             "gpu", CODEOBJECTS, objdump=f"{tools}/llvm-objdump",

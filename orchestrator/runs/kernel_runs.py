@@ -13,7 +13,7 @@ from pathlib import Path
 
 from orchestrator.core.errors import UserError
 from orchestrator.core.files import write_atomic
-from orchestrator.images.kernels import KernelImage
+from orchestrator.images.kernel_image import KernelImage
 from orchestrator.images.user_kernels import BINARY, UserProgram
 from orchestrator.parsers.kernelbench import (
     BANDWIDTH_FILE,
