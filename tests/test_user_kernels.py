@@ -28,7 +28,7 @@ from orchestrator.images.kernel_image import KernelImage
 from orchestrator.images.toolchain_llvm import ensure_toolchain_llvm
 from orchestrator.images.user_kernels import UserProgram
 from orchestrator.parsers.codegen import Codegen
-from orchestrator.results.codegen_diff import diff
+from orchestrator.results.codegen_targets import diff_targets
 from orchestrator.runs.recipe import load_system
 from orchestrator.workflows.bench import BenchRequest, bench
 
@@ -48,12 +48,7 @@ def program(name: str) -> UserProgram:
 
 
 def changed_per_target(a: Codegen, b: Codegen) -> set[tuple[str, str]]:
-    """(target, kernel) of every kernel whose code differs: H2's `diff_targets` where it has
-    landed, else `diff` over every key (`name@gfx…`)."""
-    try:
-        from orchestrator.results.codegen_targets import diff_targets
-    except ImportError:
-        return {(k.arch, k.name) for k in diff(a, b).changed}
+    """(target, kernel) of every kernel whose code differs, each target diffed on its own."""
     return {(k.arch, k.name) for d in diff_targets(a, b).diffs.values() for k in d.changed}
 
 
