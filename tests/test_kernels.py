@@ -237,7 +237,8 @@ def test_the_newest_sweep_of_a_host_is_its_memory_ceiling(tmp_path: Path) -> Non
 # --- a user's own kernel (tests/data/user_recipes/) -----------------------------------------
 
 USER = Path(__file__).parent / "data" / "user_recipes"
-SAXPY_TOML = (USER / "saxpy" / "saxpy.toml").read_text()
+#: The recipe with its HIP and C++ sources (the CUDA one is checked on a real GPU below).
+SAXPY_TOML = (USER / "saxpy" / "saxpy.toml").read_text().replace('cuda = "saxpy.cu"\n', "")
 
 
 def _user_folder(tmp_path: Path, toml: str, files: dict[str, str]) -> Path:
@@ -258,7 +259,16 @@ def test_a_user_recipe_names_its_sources_and_the_platform_picks_one() -> None:
     written, path = system.program.source("hip", "b")
     assert written == "saxpy.hip" and path == (USER / "saxpy" / "saxpy.hip").resolve()
     assert system.program.source("openmp", "b")[0] == "saxpy.cpp"
+    assert system.program.source("cuda", "b")[0] == "saxpy.cu"
     assert system.program.pattern() == "(saxpy|window)"
+
+
+def test_a_build_whose_api_the_recipe_has_no_source_for_is_told_what_it_has(
+    tmp_path: Path,
+) -> None:
+    folder = _user_folder(tmp_path, SAXPY_TOML, {"saxpy.hip": "", "saxpy.cpp": ""})
+    system = load_system("saxpy", [folder])
+    assert isinstance(system, ResolvedKernel) and isinstance(system.program, UserProgram)
     with pytest.raises(UserError) as cuda:  # no `cuda` source: says what it has
         system.program.source("cuda", "stable-cuda")
     said = cuda.value.message
@@ -319,6 +329,20 @@ def test_the_harness_output_gives_ms_and_gbs_per_kernel() -> None:
     assert set(values) == {"saxpy_ms", "saxpy_gbs", "window_ms", "window_gbs"}
     saxpy = out.kernels[0]
     assert values["saxpy_gbs"] == pytest.approx(saxpy.bytes / saxpy.ms / 1e6, rel=1e-4)
+
+
+@pytest.mark.parametrize("name", ["user_saxpy_cuda.json", "user_saxpy_cuda_1g.json"])
+def test_the_harness_times_the_cuda_twin_on_a_real_gpu(name: str) -> None:
+    """saxpy.cu through gmxbench_kernel.h, built by nvcc and run on an H100: the same
+    document, with HIP/CUDA event timings; past the 50 MB L2 saxpy streams at HBM speed."""
+    out = parse_kernel(GPU / name)
+    assert out.api == "cuda" and out.device.compute_units == 132
+    values = kernel_values(out)
+    assert set(values) == {"saxpy_ms", "saxpy_gbs", "window_ms", "window_gbs"}
+    assert 2000 < values["saxpy_gbs"] < 3500 and values["window_ms"] > values["saxpy_ms"]
+    for kernel in out.kernels:  # GB/s is the declared bytes over the median time
+        assert kernel.gbs == pytest.approx(kernel.bytes / kernel.ms / 1e6, rel=1e-4)
+        assert kernel.ms_best <= kernel.ms
 
 
 def test_a_user_run_keeps_the_declared_metrics_and_names_missing_ones(tmp_path: Path) -> None:

@@ -90,7 +90,7 @@ def test_tags_labels_and_lockfiles_carry_both_targets(
         assert re.fullmatch(r"gromacs:dev-llvm-[0-9a-f]{8}-gfx1201_gfx942-\d{8}-\d{4}", record.tag)
         assert record.gpu_archs == list(TARGETS)
         image = engine.images.get(record.tag)
-        assert image.labels["org.gmxbench.gpu_arch"] == "gfx1201,gfx942"
+        assert image.labels["gmxbench.gpu_arch"] == "gfx1201,gfx942"
         lock = load_lockfile(lockfile_path(built.settings.results_dir, record.tag))
         assert lock.record.gpu_archs == list(TARGETS)
         flags = " ".join(lock.context["cmake_flags"])

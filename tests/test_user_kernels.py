@@ -12,6 +12,7 @@ text compared by tests/objdump_kernels.py: no code shared with the product's pro
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -175,6 +176,26 @@ def test_two_stand_in_compilers_change_the_unrolled_kernel_on_every_target(
     )
 
 
+def test_bench_reports_the_per_target_diff_before_the_runs(
+    engine: Any, stand_ins: tuple[Any, str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`bench --against-toolchain <plain> --toolchain <option> --system saxpy`: the codegen
+    summary per target comes first, then the GPU run is refused (no GPU here), and with
+    the same compiler on both sides' code (plain against itself through another tag) it
+    would be nothing to measure."""
+    settings, plain_tag, option_tag = stand_ins
+    monkeypatch.setenv("ORCH_RECIPES_DIRS", str(USER / "saxpy"))
+    settings = settings.model_copy(update={"recipes_dirs": [USER / "saxpy"]})
+    said: list[str] = []
+    req = BenchRequest(against_toolchain=plain_tag, toolchain=option_tag, system="saxpy:4MiB",
+                       repeats=2)  # fmt: skip
+    with pytest.raises(UserError, match=r"/dev/kfd"):
+        bench(engine, settings, req, emit=lambda event: said.append(event.text))
+    text = "\n".join(said)
+    assert re.search(r"codegen after [\d.]+ s: 1 of 2 kernels changed on gfx1201", text), text
+    assert "per target: gfx1201: 1 changed of 2; gfx942: 1 changed of 2" in text, text
+
+
 def test_bench_judges_a_user_kernel_on_its_declared_metrics(
     engine: Any, cpu_settings: Any, stable_image: Any, toolchain_image: str,
     monkeypatch: pytest.MonkeyPatch,
@@ -183,7 +204,11 @@ def test_bench_judges_a_user_kernel_on_its_declared_metrics(
     monkeypatch.setenv("ORCH_RECIPES_DIRS", str(USER / "saxpy"))
     settings = load_settings(platform="cpu", results_dir=cpu_settings.results_dir)
     req = BenchRequest(toolchain=toolchain_image, system="saxpy:4MiB", repeats=3)
-    cmp = bench(engine, settings, req).comparison
+    outcome = bench(engine, settings, req)
+    cmp = outcome.comparison
+    assert outcome.codegen is not None and outcome.codegen_seconds is not None
+    assert {k.name for k in outcome.codegen.changed} <= {"saxpy", "window"}  # gcc vs clang
+    assert outcome.codegen.changed and outcome.codegen_seconds < outcome.elapsed
     assert cmp.headline_name == "saxpy_gbs" and cmp.headline_unit == "GB/s"
     assert set(cmp.metrics) == {"saxpy_ms", "window_gbs", "window_ms"}
     assert cmp.metrics["saxpy_ms"].higher_is_better is False  # declared: lower is better

@@ -22,6 +22,7 @@ from orchestrator.core.settings import Settings
 from orchestrator.images import kernels
 from orchestrator.images.gromacs import DEV_CURRENT, build_gromacs, gromacs_ref, record_of
 from orchestrator.images.provenance import ImageRecord, label
+from orchestrator.images.user_kernels import UserProgram
 from orchestrator.platforms import get
 from orchestrator.platforms.base import ProfileMode
 from orchestrator.results.codegen_diff import CodegenDiff, summary_lines
@@ -36,7 +37,7 @@ from orchestrator.runs.kernel_recipe import ResolvedKernel
 from orchestrator.runs.recipe import load_system
 from orchestrator.runs.store import RunResult, RunStore
 from orchestrator.workflows.build import toolchain_for
-from orchestrator.workflows.codegen import builds_codegen, keep_asm_diffs
+from orchestrator.workflows.codegen import builds_codegen, keep_asm_diffs, kernels_codegen
 from orchestrator.workflows.placement import AUTO, place
 
 
@@ -143,8 +144,13 @@ def bench(
     started = time.monotonic()
     sides = images(client, settings, req, emit)
     codegen, codegen_seconds = None, None
-    if not _kernel(settings, req):
-        codegen = builds_codegen(client, settings, sides.baseline, sides.candidate, emit)
+    program = _user_program(settings, req)
+    if program is not None or not _kernel(settings, req):
+        if program is not None:
+            codegen = kernels_codegen(client, settings, sides.baseline, sides.candidate,
+                                      program, emit)  # fmt: skip
+        else:
+            codegen = builds_codegen(client, settings, sides.baseline, sides.candidate, emit)
         codegen_seconds = time.monotonic() - started
         if codegen is not None:
             _summary(codegen, codegen_seconds, emit)
@@ -160,8 +166,9 @@ def bench(
     req = placed(settings, req, codegen, emit)
     groups = runs(client, settings, req, sides, emit)
     comparison = diff(settings, req, groups, emit, codegen)
-    keep_asm_diffs(client, settings, sides.baseline, sides.candidate, comparison.codegen,
-                   (groups.baseline, groups.candidate), emit)  # fmt: skip
+    if program is None:  # a user kernel's code is in its kernel images, not kept for now
+        keep_asm_diffs(client, settings, sides.baseline, sides.candidate, comparison.codegen,
+                       (groups.baseline, groups.candidate), emit)  # fmt: skip
     outcome = BenchOutcome(
         comparison=comparison,
         runs=len(groups.results),
@@ -237,6 +244,17 @@ def _kernel(settings: Settings, req: BenchRequest) -> bool:
     if req.system == AUTO:
         return False
     return isinstance(load_system(req.system, settings.recipes_dirs), ResolvedKernel)
+
+
+def _user_program(settings: Settings, req: BenchRequest) -> UserProgram | None:
+    """A user's own kernel (a recipe's `[sources]`): its code is diffed before the runs,
+    like GROMACS's kernels; our programs' is not."""
+    if req.system == AUTO:
+        return None
+    system = load_system(req.system, settings.recipes_dirs)
+    if isinstance(system, ResolvedKernel) and isinstance(system.program, UserProgram):
+        return system.program
+    return None
 
 
 def images(client: Client, settings: Settings, req: BenchRequest, emit: Emit) -> Sides:

@@ -18,9 +18,10 @@ from orchestrator.core.engine import Client
 from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.events import Caution, Emit, Message, ignore
 from orchestrator.core.settings import Settings
-from orchestrator.images import fingerprint
+from orchestrator.images import fingerprint, kernels, user_kernels
 from orchestrator.images.gromacs import gromacs_ref, record_of
 from orchestrator.images.provenance import ImageRecord
+from orchestrator.images.user_kernels import UserProgram
 from orchestrator.parsers.codegen import Codegen, KernelCode, load_codegen
 from orchestrator.platforms.rocm import detect_gpu_arch
 from orchestrator.results.codegen_diff import CodegenDiff, Format, asm_diff, render, target_view
@@ -175,6 +176,31 @@ def builds_codegen(
     try:
         _, one = image_codegen(client, settings, a.tag, emit)
         _, two = image_codegen(client, settings, b.tag, emit)
+    except UserError as exc:
+        emit(Caution(f"no codegen summary: {exc.message}"))
+        return None
+    return verdict_diff(diff_targets(one, two), b, host_target())
+
+
+def kernels_codegen(
+    client: Client,
+    settings: Settings,
+    a: ImageRecord,
+    b: ImageRecord,
+    program: UserProgram,
+    emit: Emit = ignore,
+) -> CodegenDiff | None:
+    """The codegen diff of a user's kernel as two builds' compilers made it (their kernel
+    images, built now if missing; the runs find them again), on the verdict's target;
+    None for an A/A comparison or when a fingerprint cannot be had (said, not fatal)."""
+    if a.id == b.id:
+        return None
+    try:
+        one, two = (
+            user_kernels.fingerprint(client, kernels.ensure(client, settings, side.tag, program,
+                                                            emit))
+            for side in (a, b)
+        )  # fmt: skip
     except UserError as exc:
         emit(Caution(f"no codegen summary: {exc.message}"))
         return None
