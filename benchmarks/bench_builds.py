@@ -12,7 +12,9 @@ each HIP unit's device code once per target; nothing else depends on the list. T
 per-target table groups the ROCm builds by how many targets they hold and how they were
 built (every unit compiled, or the HIP units only with the rest from the compile cache:
 the dev loop, and a stable build for a new target list), and gives the time each added
-target costs: the slope between the one-target and the several-target medians. The
+target costs: the slope between the one-target and the several-target medians (against
+the other flavor's one-target builds compiled alike when the flavor has none: a stable
+and a dev build from the cache compile the same HIP units with the same flags). The
 two-target builds come from `tests/test_multi_target.py` (`-m multi_target`).
 """
 
@@ -59,11 +61,13 @@ def per_target(locks: list[Lockfile]) -> list[Row]:
     for (flavor, how, targets), found in sorted(groups.items()):
         seconds = statistics.median(lock.build_seconds or 0.0 for lock in found)
         probes = [lock.codegen_seconds for lock in found if lock.codegen_seconds]
-        one = groups.get((flavor, how, 1))
-        added: float | None = None
+        other = "stable" if flavor == "dev" else "dev"  # compiled alike, same units
+        one = groups.get((flavor, how, 1)) or groups.get((other, how, 1))
+        added: str | None = None
         if one and targets > 1:
             base = statistics.median(lock.build_seconds or 0.0 for lock in one)
-            added = round((seconds - base) / (targets - 1))
+            versus = "" if groups.get((flavor, how, 1)) else f" (vs {other}'s one)"
+            added = f"{(seconds - base) / (targets - 1):.0f}{versus}"
         rows.append({
             "flavor": flavor,
             "compiled": how,
