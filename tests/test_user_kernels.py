@@ -239,7 +239,7 @@ def test_an_edited_source_makes_a_new_kernel_image(
     """The image is keyed by its inputs, the source's digest among them."""
     folder = tmp_path / "saxpy"
     folder.mkdir()
-    for name in ("saxpy.toml", "saxpy.cpp", "saxpy.hip"):
+    for name in ("saxpy.toml", "saxpy.cpp", "saxpy.hip", "saxpy.cu"):
         (folder / name).write_text((USER / "saxpy" / name).read_text())
     first = load_system("saxpy", [folder]).program
     assert isinstance(first, UserProgram)
