@@ -28,8 +28,14 @@ from typing import Any
 
 import pytest
 from mini_llvm import INITIAL_MESSAGE, MiniLlvm, make_mini_llvm
-from objdump_kernels import DISASSEMBLE, changed_by_target
-from test_rocm_loop import CHECK, HIP_UNITS, LINCS_UNIT, OPTION, PREFIX_UNITS, UNITS
+from objdump_kernels import changed_by_target
+from test_rocm_loop import (
+    HIP_UNITS,
+    LINCS_UNIT,
+    OPTION,
+    PREFIX_UNITS,
+    compile_with_and_without,
+)
 
 from orchestrator.images.gromacs import build_gromacs
 from orchestrator.images.provenance import ImageRecord, load_lockfile, lockfile_path
@@ -155,29 +161,8 @@ def compile_units(engine: Any, built: Built) -> set[tuple[str, str, str]]:
     """(target, unit, kernel) triples whose code `OPTION` changes, by compiling `UNITS`
     directly with the plain build's compiler and two-target flags, with and without it, in
     that image (its stand-in adds nothing), read by `tests/objdump_kernels.py`."""
-    lock = load_lockfile(lockfile_path(built.settings.results_dir, built.plain.tag))
-    flags = " ".join(lock.context["cmake_flags"]).replace(
-        f"-DCMAKE_INSTALL_PREFIX={lock.context['prefix']}", "-DCMAKE_INSTALL_PREFIX=/tmp/unused"
-    )
-    tools = "/usr/lib/llvm-21/bin"
-    script = CHECK.format(flags=flags, units=repr(set(UNITS)), option=OPTION, bin=tools)
-    script += DISASSEMBLE.format(roots="/out/plain /out/option", bin=tools)
-    work = Path(built.settings.results_dir) / "independent-targets"
-    (work / "out").mkdir(parents=True, exist_ok=True)
-    (work / "check.sh").write_text(script)
-    container = engine.containers.run(
-        built.plain.id, ["bash", "/in/check.sh"], detach=True, network_disabled=True,
-        volumes={str(work): {"bind": "/in", "mode": "rw"},
-                 str(built.settings.gromacs.path): {"bind": "/in/gromacs.tar.gz", "mode": "ro"},
-                 str(work / "out"): {"bind": "/out", "mode": "rw"}},
-    )  # fmt: skip
-    try:
-        status = container.wait(timeout=1800)
-        logs = container.logs().decode(errors="replace")
-    finally:
-        container.remove(force=True)
-    assert status["StatusCode"] == 0, logs[-3000:]
-    return changed_by_target(work / "out" / "plain", work / "out" / "option")
+    out = compile_with_and_without(engine, built.settings, built.plain, "independent-targets")
+    return changed_by_target(out / "plain", out / "option")
 
 
 def _assert_only_hip_units_compiled(settings: Any, stable: Any, dev: ImageRecord) -> None:

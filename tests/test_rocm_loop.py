@@ -324,24 +324,23 @@ PY
 """
 
 
-def compile_units(engine: Any, settings: Any, stable: ImageRecord) -> set[tuple[str, str]]:
-    """(unit, kernel) pairs whose code `OPTION` changes, by compiling `UNITS` directly with
-    the stable image's compiler and flags, with and without it, in the stable image, and
-    comparing `llvm-objdump -d`'s text of each symbol (`tests/objdump_kernels.py`: no code
-    shared with the codegen probe or its parser, which the other side of the check uses)."""
-    lock = load_lockfile(lockfile_path(settings.results_dir, stable.tag))
+def compile_with_and_without(engine: Any, settings: Any, image: ImageRecord, name: str) -> Path:
+    """`UNITS` compiled in `image` with its lockfile's CMake flags (so its compiler and its
+    targets), with (`option/`) and without (`plain/`) `OPTION`, each code object
+    disassembled beside it; the output folder."""
+    lock = load_lockfile(lockfile_path(settings.results_dir, image.tag))
     flags = " ".join(lock.context["cmake_flags"]).replace(
         f"-DCMAKE_INSTALL_PREFIX={lock.context['prefix']}", "-DCMAKE_INSTALL_PREFIX=/tmp/unused"
     )
     tools = "/usr/lib/llvm-21/bin"
     script = CHECK.format(flags=flags, units=repr(set(UNITS)), option=OPTION, bin=tools)
     script += DISASSEMBLE.format(roots="/out/plain /out/option", bin=tools)
-    work = Path(settings.results_dir) / "independent-check"
+    work = Path(settings.results_dir) / name
     (work / "out").mkdir(parents=True, exist_ok=True)
     (work / "check.sh").write_text(script)
     tarball = settings.gromacs.path
     container = engine.containers.run(
-        stable.id, ["bash", "/in/check.sh"], detach=True, network_disabled=True,
+        image.id, ["bash", "/in/check.sh"], detach=True, network_disabled=True,
         volumes={str(work): {"bind": "/in", "mode": "rw"},
                  str(tarball): {"bind": "/in/gromacs.tar.gz", "mode": "ro"},
                  str(work / "out"): {"bind": "/out", "mode": "rw"}},
@@ -352,6 +351,15 @@ def compile_units(engine: Any, settings: Any, stable: ImageRecord) -> set[tuple[
     finally:
         container.remove(force=True)
     assert status["StatusCode"] == 0, logs[-3000:]
-    found, units = objdump_changed(work / "out" / "plain", work / "out" / "option")
+    return work / "out"
+
+
+def compile_units(engine: Any, settings: Any, stable: ImageRecord) -> set[tuple[str, str]]:
+    """(unit, kernel) pairs whose code `OPTION` changes, by compiling `UNITS` directly with
+    the stable image's compiler and flags, with and without it, in the stable image, and
+    comparing `llvm-objdump -d`'s text of each symbol (`tests/objdump_kernels.py`: no code
+    shared with the codegen probe or its parser, which the other side of the check uses)."""
+    out = compile_with_and_without(engine, settings, stable, "independent-check")
+    found, units = objdump_changed(out / "plain", out / "option")
     assert units == set(UNITS), sorted(units)
     return found
