@@ -231,12 +231,12 @@ def test_a_stand_in_adding_nothing_changes_no_kernel_and_measures_nothing(
     rows = Database.of(loop.settings).query(mine)
     assert [(r.verdict, r.runs, r.changed_kernels) for r in rows] == [("nothing measured", 0, 0)]
     _assert_only_hip_units_compiled(loop.settings, rocm_stable, dev)
-    _, _, same = codegen_diff(engine, loop.settings, rocm_stable.tag, dev.tag)
+    same = gfx1201_diff(engine, loop.settings, rocm_stable.tag, dev.tag)
     assert not same.changed, same.changed[:3]
     assert sum(len(c.unchanged) for c in same.categories.values()) >= 500
     assert all(not c.only_a and not c.only_b for c in same.categories.values())
-    _, _, back = codegen_diff(engine, loop.settings, dirty.dev.tag, dev.tag)
-    _, _, forth = codegen_diff(engine, loop.settings, rocm_stable.tag, dirty.dev.tag)
+    back = gfx1201_diff(engine, loop.settings, dirty.dev.tag, dev.tag)
+    forth = gfx1201_diff(engine, loop.settings, rocm_stable.tag, dirty.dev.tag)
     assert changed(back) == changed(forth) and changed(back)
 
 
@@ -263,7 +263,7 @@ def test_changed_kernels_are_those_an_independent_compile_changes(
     """The option changes kernels of the leap-frog, LINCS and SETTLE units when compiled
     into each (the independent compile); the stand-in gives it to the LINCS unit only, so
     exactly the LINCS unit's changed kernels are changed in the dev build."""
-    _, _, result = codegen_diff(engine, loop.settings, rocm_stable.tag, dirty.dev.tag)
+    result = gfx1201_diff(engine, loop.settings, rocm_stable.tag, dirty.dev.tag)
     independent = compile_units(engine, loop.settings, rocm_stable)
     assert {unit for unit, _ in independent} > {u for u in UNITS if LINCS_UNIT in u}
     lincs = {(unit, name) for unit, name in independent if LINCS_UNIT in unit}
@@ -277,6 +277,13 @@ def test_changed_kernels_are_those_an_independent_compile_changes(
     assert f"A: {rocm_stable.tag}" in shown.stdout and "other: " in shown.stdout
     assert re.search(r"^--- gromacs:stable-\S+ _Z", shown.stdout, re.M), shown.stdout[:2000]
     assert re.search(r"^[-+][a-z]\w* ", shown.stdout, re.M)  # instruction lines differ
+
+
+def gfx1201_diff(engine: Any, settings: Any, a: str, b: str) -> CodegenDiff:
+    """`codegen diff A B` of two one-target builds: their one target's diff."""
+    _, _, targets = codegen_diff(engine, settings, a, b)
+    assert list(targets.diffs) == ["gfx1201"], list(targets.diffs)
+    return targets.target("gfx1201")
 
 
 def _build_seconds(said: str) -> float:
