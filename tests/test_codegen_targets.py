@@ -28,6 +28,7 @@ from test_codegen import (
 
 from orchestrator.core.errors import UsageError
 from orchestrator.core.events import Event
+from orchestrator.core.settings import split_targets
 from orchestrator.images.provenance import ImageRecord
 from orchestrator.parsers import codegen_probe as probe
 from orchestrator.parsers.codegen import Codegen, parse_probe_output
@@ -36,7 +37,6 @@ from orchestrator.platforms.rocm import RocmPlatform
 from orchestrator.results.codegen_diff import diff, primary_target, render, target_view
 from orchestrator.results.codegen_targets import (
     diff_targets,
-    label_archs,
     nothing_to_measure,
     targets_line,
 )
@@ -189,8 +189,8 @@ def test_verdict_target_host_first_then_the_candidates_list(builds: dict[str, Co
     assert targets.verdict_target("gfx942", ["gfx90a", "gfx1201"]) == ("gfx90a", False)
     assert primary_target(["gfx1201"], ["gfx942", "gfx1201"], ["gfx942"]) == "gfx1201"
     assert primary_target(["gfx90a"], ["gfx942"]) == "gfx90a"  # nothing shared: A's first
-    assert label_archs("gfx1201,gfx942") == ["gfx1201", "gfx942"]
-    assert label_archs(None) == [] and label_archs("gfx1201") == ["gfx1201"]
+    assert split_targets("gfx1201,gfx942") == ["gfx1201", "gfx942"]
+    assert split_targets(None) == [] and split_targets("gfx1201") == ["gfx1201"]
     dev = ImageRecord(tag="gromacs:dev-x", id="sha256:1", kind="gromacs", gpu_arch="gfx90a,gfx1201")
     picked = verdict_diff(targets, dev, host=None)
     assert (picked.arch, picked.host) == ("gfx90a", False)

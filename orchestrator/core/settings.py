@@ -302,6 +302,12 @@ def gpu_target_list(value: str | Sequence[str]) -> list[str]:
     return targets
 
 
+def split_targets(joined: str | None) -> list[str]:
+    """An image's `gpu_arch` label or the setting (`gfx1201,gfx942`: comma-joined, as
+    :func:`gpu_target_list` left it) as a list; none for None or an empty string."""
+    return [target.strip() for target in (joined or "").split(",") if target.strip()]
+
+
 def with_gpu_arch(settings: Settings, value: str | None) -> Settings:
     """`settings` with the GPU targets a command's `--gpu-arch` names (None: as they are)."""
     if value is None:

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from orchestrator.core.files import DamagedRecord, damage, read_model, write_atomic
+from orchestrator.core.settings import split_targets
 from orchestrator.platforms.base import CompileCacheStats
 
 #: Prefix of every label this project puts on images and containers.
@@ -78,7 +79,7 @@ class ImageRecord(BaseModel):
     @property
     def gpu_archs(self) -> list[str]:
         """The GPU targets as a list (empty for a CPU build)."""
-        return [target for target in (self.gpu_arch or "").split(",") if target]
+        return split_targets(self.gpu_arch)
 
     def labels(self) -> dict[str, str]:
         """OCI labels plus ours; JSON-encode lists, skip unknowns (labels are strings)."""

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from orchestrator.core.engine import KEEP_GROUPS, EngineKind
-from orchestrator.core.settings import GromacsSource, Settings
+from orchestrator.core.settings import GromacsSource, Settings, split_targets
 from orchestrator.parsers.breakdown import KernelBreakdown
 from orchestrator.parsers.codegen import probe_argv
 from orchestrator.parsers.mdlog import MdLog
@@ -209,7 +209,7 @@ def gpu_archs(settings: Settings) -> list[str]:
     """The GPU targets a build compiles every HIP unit for, the primary one first: the
     setting (`ORCH_GPU_ARCH=gfx1201,gfx942`), else the host's first GPU, else gfx1201."""
     if settings.gpu_arch:
-        return settings.gpu_arch.split(",")
+        return split_targets(settings.gpu_arch)
     return [detect_gpu_arch() or DEFAULT_ARCH]
 
 
@@ -373,8 +373,7 @@ class RocmPlatform(Platform):
         """The build's HIP compiler, driven as its GROMACS build drove it, for each of its
         GPU targets (the image's `gpu_arch` label: `gfx1201,gfx942`)."""
         used = STACKS.get(labels.get("rocm_stack") or "", stack(settings))
-        label = labels.get("gpu_arch")
-        targets = label.split(",") if label else gpu_archs(settings)
+        targets = split_targets(labels.get("gpu_arch")) or gpu_archs(settings)
         return KernelCompiler(
             api="hip",
             compiler=labels.get("compiler") or used.stable_hip(settings),
@@ -499,7 +498,7 @@ class RocmPlatform(Platform):
         """Why the host's GPU cannot run the image's code: its target (the KFD topology
         below `sys_root`) is not among the image's targets (`gpu_arch`, comma-joined)."""
         host = detect_gpu_arch(self.sys_root)
-        targets = [target for target in (gpu_arch or "").split(",") if target]
+        targets = split_targets(gpu_arch)
         if not host or not targets or host in targets:
             return None
         held = ",".join(targets)

@@ -32,7 +32,6 @@ __all__ = [
     "TargetsDiff",
     "changed_elsewhere",
     "diff_targets",
-    "label_archs",
     "nothing_to_measure",
     "summarise",
     "targets_line",
@@ -151,8 +150,3 @@ def nothing_to_measure(d: CodegenDiff, base: str) -> str:
         both = t.in_a and t.in_b
         parts.append(f"{t.text()} — measure on a {t.arch} host" if both else t.text())
     return "; ".join(parts)
-
-
-def label_archs(gpu_arch: str | None) -> list[str]:
-    """An image's `gpu_arch` label (``gfx1201,gfx942``; one target, or none) as a list."""
-    return [arch.strip() for arch in (gpu_arch or "").split(",") if arch.strip()]

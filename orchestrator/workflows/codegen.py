@@ -28,7 +28,6 @@ from orchestrator.results.codegen_diff import CodegenDiff, Format, asm_diff, ren
 from orchestrator.results.codegen_targets import (
     TargetsDiff,
     diff_targets,
-    label_archs,
     targets_line,
     verdict_note,
 )
@@ -134,7 +133,7 @@ def verdict_diff(
     """The diff of the target a timing verdict is of: `host` (this host's GPU where
     either build holds it), else the first of the candidate image's `gpu_arch` list both
     hold, else the builds' primary target; every target's summary rides along."""
-    preferred = label_archs(candidate.gpu_arch) if candidate is not None else []
+    preferred = candidate.gpu_archs if candidate is not None else []
     return targets.for_verdict(host, preferred)
 
 
