@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.resources import files
+from pathlib import Path
 
 from orchestrator.platforms.base import KernelCompiler
 
@@ -24,3 +27,12 @@ class KernelImage:
     compiler: KernelCompiler
     #: A user's program: the CPU fingerprint's symbol pattern (its kernels' names).
     pattern: str | None = None
+
+
+def file_digests(context_files: Mapping[str, bytes | Path]) -> list[str]:
+    """`name=<sha256>` of each file a kernel image copies, sorted: part of its inputs key."""
+    found = []
+    for name, data in sorted(context_files.items()):
+        content = data.read_bytes() if isinstance(data, Path) else data
+        found.append(f"{name}={hashlib.sha256(content).hexdigest()}")
+    return found

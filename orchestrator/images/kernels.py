@@ -36,7 +36,7 @@ from orchestrator.images.catalog import (
     probe,
 )
 from orchestrator.images.gromacs import example_probe, gromacs_ref
-from orchestrator.images.kernel_image import REPO, SOURCES, KernelImage
+from orchestrator.images.kernel_image import REPO, SOURCES, KernelImage, file_digests
 from orchestrator.images.provenance import (
     KIND_LABEL,
     TOOLCHAIN_LABEL,
@@ -149,13 +149,11 @@ def ensure(
             "build (`nox -s build -- stable`) or a toolchain image (`nox -s build -- toolchain "
             "--package clang-16`); `nox -s images` lists what exists."
         )
-    if isinstance(program, UserProgram):
-        build = build_name(parent, gromacs_ref(ref))
-        compiler = kernel_compiler(settings, parent.labels)
-        return ensure_user(client, settings, parent, build, compiler, program, emit)
     build = build_name(parent, gromacs_ref(ref))
-    values = context(program, settings, parent.id, build, parent.labels)
     compiler = kernel_compiler(settings, parent.labels)
+    if isinstance(program, UserProgram):
+        return ensure_user(client, settings, parent, build, compiler, program, emit)
+    values = context(program, settings, parent.id, build, parent.labels)
     if program == "tune" and compiler.api != "openmp":
         raise UserError(
             f"`tune` runs Kernel Tuner's C backend on CPU builds only; {build} is a "
@@ -173,10 +171,7 @@ def ensure(
     if program == "tune":
         context_files |= _wheel_files(client, settings, parent, emit)
     dockerfile = render(template(program), values)
-    digests = [
-        f"{n}={hashlib.sha256(_bytes(d)).hexdigest()}" for n, d in sorted(context_files.items())
-    ]
-    key = inputs_key(dockerfile, parent.id, *digests)
+    key = inputs_key(dockerfile, parent.id, *file_digests(context_files))
     tag = f"{REPO}:{build}-{program}-{key[:8]}"
     found = find_by_inputs(client, key, "kernels")
     if found is not None:
@@ -227,10 +222,6 @@ def code_identity(client: Client, image: KernelImage, program: str | UserProgram
                 lines.append(f"{binary} {f['name']} {f['sha256']}\n")
         _IDENTITIES[image.id] = hashlib.sha256("".join(sorted(lines)).encode()).hexdigest()
     return _IDENTITIES[image.id]
-
-
-def _bytes(data: bytes | Path) -> bytes:
-    return data.read_bytes() if isinstance(data, Path) else data
 
 
 def _wheel_files(

@@ -16,7 +16,6 @@ reads the code the compiler made for each target with the codegen probe.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,7 @@ from orchestrator.images.catalog import (
     now_iso,
     probe,
 )
-from orchestrator.images.kernel_image import REPO, SOURCES, KernelImage
+from orchestrator.images.kernel_image import REPO, SOURCES, KernelImage, file_digests
 from orchestrator.images.provenance import ImageRecord, build_log_path, label
 from orchestrator.images.render import render
 from orchestrator.parsers.codegen import Codegen, parse_probe_output, probe_argv
@@ -140,8 +139,7 @@ def ensure_user(
     files[f"src/{written}"] = path.read_bytes()
     values = context(compiler, parent.id, build, written, llvm_bin(parent.labels, compiler.api))
     dockerfile = render(TEMPLATE, values)
-    digests = [f"{n}={hashlib.sha256(_data(d)).hexdigest()}" for n, d in sorted(files.items())]
-    key = inputs_key(dockerfile, parent.id, *digests)
+    key = inputs_key(dockerfile, parent.id, *file_digests(files))
     tag = f"{REPO}:{build}-{_slug(program.recipe)}-{key[:8]}"
     found = find_by_inputs(client, key, "kernels")
     if found is not None:
@@ -204,7 +202,3 @@ def fingerprint(client: Client, image: KernelImage) -> Codegen:
 
 def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9_.-]", "-", name.lower())
-
-
-def _data(data: bytes | Path) -> bytes:
-    return data.read_bytes() if isinstance(data, Path) else data
