@@ -71,22 +71,25 @@ def split_symbols(text: str) -> dict[str, list[str]]:
     return {name: lines for name, lines in found.items() if lines}
 
 
-def read_folder(root: Path) -> dict[tuple[str, str], list[str]]:
-    """`{(unit, symbol): instruction lines}` of every `.objdump` text under `root`."""
+def read_folder(root: Path, target: str = "") -> dict[tuple[str, str], list[str]]:
+    """`{(unit, symbol): instruction lines}` of every `.objdump` text under `root` (only
+    those of GPU `target`'s code objects, when given)."""
     found: dict[tuple[str, str], list[str]] = {}
-    for path in sorted(root.rglob(f"*{SUFFIX}")):
+    for path in sorted(root.rglob(f"*{'--' + target if target else ''}{SUFFIX}")):
         unit = unit_of(path.relative_to(root).as_posix())
         for name, lines in split_symbols(path.read_text()).items():
-            assert (unit, name) not in found, f"{name} twice in {unit}"
+            assert (unit, name) not in found, f"{name} twice in {unit} {target}"
             found[unit, name] = lines
     return found
 
 
-def changed(plain: Path, option: Path) -> tuple[set[tuple[str, str]], set[str]]:
+def changed(plain: Path, option: Path, target: str = "") -> tuple[set[tuple[str, str]], set[str]]:
     """The (unit, symbol) pairs whose instruction text differs between the two folders'
-    disassemblies, and every unit read; both folders must hold the same symbols."""
-    before, after = read_folder(plain), read_folder(option)
-    assert before and before.keys() == after.keys(), sorted(before.keys() ^ after.keys())[:10]
+    disassemblies (of `target`'s code objects, when given), and every unit read; both
+    folders must hold the same symbols."""
+    before, after = read_folder(plain, target), read_folder(option, target)
+    differ = sorted(before.keys() ^ after.keys())[:10]
+    assert before and before.keys() == after.keys(), (target, differ)
     return {key for key in before if before[key] != after[key]}, {unit for unit, _ in before}
 
 
@@ -97,25 +100,8 @@ def target_of(relative: str) -> str:
 
 def changed_by_target(plain: Path, option: Path) -> set[tuple[str, str, str]]:
     """(target, unit, symbol) of every symbol whose instruction text differs, for folders
-    holding each unit's code objects for several targets (read target by target)."""
-    found: set[tuple[str, str, str]] = set()
+    holding each unit's code objects for several targets (compared target by target)."""
     targets = {target_of(p.name) for p in plain.rglob(f"*{SUFFIX}")}
-    for target in sorted(targets):
-        sides = []
-        for root in (plain, option):
-            texts: dict[tuple[str, str], list[str]] = {}
-            for path in sorted(root.rglob(f"*--{target}{SUFFIX}")):
-                unit = unit_of(path.relative_to(root).as_posix())
-                for name, lines in split_symbols(path.read_text()).items():
-                    assert (unit, name) not in texts, f"{name} twice in {unit} for {target}"
-                    texts[unit, name] = lines
-            sides.append(texts)
-        before, after = sides
-        assert before and before.keys() == after.keys(), (
-            target,
-            sorted(before.keys() ^ after.keys())[:10],
-        )
-        found |= {
-            (target, unit, name) for unit, name in before if before[unit, name] != after[unit, name]
-        }
-    return found
+    return {
+        (target, *key) for target in sorted(targets) for key in changed(plain, option, target)[0]
+    }
