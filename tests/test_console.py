@@ -4,6 +4,7 @@ console made outside the CLI) or summarised, on a terminal (rich bars) and off o
 
 from __future__ import annotations
 
+import gzip
 import io
 import re
 import time
@@ -22,8 +23,10 @@ from orchestrator.core.events import (
     BuildStarted,
     BuildStep,
     Caution,
+    Folded,
     Message,
     Output,
+    RunNext,
     Step,
     Transfer,
 )
@@ -65,26 +68,25 @@ def test_transfers_print_every_ten_percent_off_a_terminal() -> None:
     assert out.getvalue().splitlines()[-1].startswith("  unknown.tgz: 5.0 MiB ")
 
 
-# A build as BuildKit's plain log shows it: steps, apt's chatter, cmake, ninja's [n/N].
+# A build as BuildKit's plain log shows it: a real cold GROMACS build's whole log
+# (`tests/data/build_logs/`), its steps, apt's chatter, cmake, ninja's [n/N], the install.
+
+COLD_LOG = (
+    Path(__file__).parent / "data" / "build_logs" / "gromacs__stable-cpu-gcc12.cold.build.log.gz"
+)
+_HEADER = re.compile(r"^#\d+ \[")
 
 
 def _build(console: Console, log: Path, *, on_half: Any = None, tick: Any = None) -> None:
     console(Message(f"building {WHAT} with gcc 12"))
     console(BuildStarted(f"building {WHAT}", what=WHAT, log=log))
-    console(BuildStep("#4 [source 3/4] RUN apt-get update && apt-get source --download-only x"))
-    for n in range(200):
-        console(BuildOutput(f"#4 1.{n} Get:{n} http://deb.debian.org/debian bookworm/main"))
+    for line in gzip.decompress(COLD_LOG.read_bytes()).decode().splitlines():
+        console(BuildStep(line) if _HEADER.match(line) else BuildOutput(line))
+        counted = f"/{STEPS}] " in line
         if tick is not None:
-            tick(0.1)
-    console(BuildStep("#9 [stage-1 3/4] RUN --mount=type=cache,id=ccache,target=/ccache cmake"))
-    console(BuildOutput("#9 8.613 -- Using GROMACS built-in BLAS."))
-    for n in range(1, STEPS + 1):
-        console(BuildOutput(f"#9 {10 + n}.5 [{n}/{STEPS}] Building CXX object src/f{n}.cpp.o"))
-        if tick is not None:
-            tick(1.0)
-        if n == STEPS // 2 and on_half is not None:
+            tick(1.0 if counted else 0.05)
+        if counted and f" [{STEPS // 2}/{STEPS}] " in line and on_half is not None:
             on_half()
-    console(BuildOutput("#9 1200.0 -- Installing: /opt/gromacs/bin/gmx"))
     console(BuildEnded(f"built {WHAT} as sha256:0123 in 1200.0 s", what=WHAT, log=log,
                        seconds=1200.0))  # fmt: skip
     # a label-only build (no log) says nothing at all
@@ -119,11 +121,12 @@ def test_a_build_off_a_terminal_says_where_it_is_every_tenth(
     lines = text.splitlines()
     assert lines[:2] == [f"building {WHAT} with gcc 12", f"  log: {tmp_path / 'x.build.log'}"]
     progress = lines[2:-1]
-    assert [line.split()[1] for line in progress] == [f"{p}%" for p in range(10, 101, 10)]
+    # ninja's last line is [1118/1119] (the install edge): 90% is the last tenth said
+    assert [line.split()[1] for line in progress] == [f"{p}%" for p in range(10, 91, 10)]
     assert progress[0].startswith(f"  {WHAT}: 10% [112/{STEPS}], ")
     assert "elapsed, about " in progress[0] and progress[0].endswith(" left")
     assert lines[-1] == f"built {WHAT} as sha256:0123 in 1200.0 s"
-    assert len(lines) == 13  # 1,119 compile lines and 200 of apt's: thirteen lines
+    assert len(lines) == 12  # a real log's 2,000 lines (1,119 compiles, apt, cmake): twelve
 
 
 def test_a_quiet_build_off_a_terminal_says_its_step_every_few_minutes(
@@ -171,8 +174,8 @@ def test_verbose_streams_every_build_line(tmp_path: Path) -> None:
         _build(console, tmp_path / "x.build.log")
     lines = out.getvalue().splitlines()
     assert f"  log: {tmp_path / 'x.build.log'}" in lines
-    assert f"#9 12.5 [2/{STEPS}] Building CXX object src/f2.cpp.o" in lines
-    assert len(lines) > STEPS + 200
+    assert f"#9 574.7 [1118/{STEPS}] Install the project..." in lines
+    assert len(lines) > STEPS + 800
     assert f"built labels of {WHAT} as sha256:4567 in 0.3 s" in lines  # as before
 
 
@@ -232,6 +235,82 @@ def test_a_run_is_a_line_with_its_ns_per_day_and_noise_flag(tmp_path: Path) -> N
         f"  its logs: {tmp_path / 'stable__water__aa-r3'}/",
         "[00:00] diff",  # said when the console closes: no run came
     ]
+
+
+def _pair(console: Console, n: int, *noisy: str, fail: bool = False) -> None:
+    """Pair `n` of a bench through the console as the local executor announces it: each
+    side's `RunNext` with its line, then its run; `noisy` names the sides that shared the
+    machine, `fail` fails the second run."""
+    for k, side in enumerate(("baseline", "candidate") if n % 2 else ("candidate", "baseline")):
+        folded = Folded(f"pair {n} of 6–10 on water", side, 2)
+        console(RunNext(f"pair {n} of 6–10, {side}: stable on water", folded))
+        run = _result(f"stable__water__{'kernel-baseline-' if side == 'baseline' else ''}aa-r{n}")
+        console(RunStarted(f"{run.run_id} started", run))
+        console(Output("step 500, will finish at noon\r"))
+        if fail and k == 1:
+            failed = {"duration_seconds": 3.0, "failure": "mdrun exited with code 1"}
+            console(RunEnded(f"{run.run_id} ended", run.model_copy(update=failed), "Fatal"))
+            return
+        why = ["other processes used 0.80 CPUs (peak 1.0)"] if side in noisy else []
+        done = {"finished": True, "ns_per_day": 12.345 if side == "baseline" else 12.0,
+                "duration_seconds": 41.0, "noise": _noise(*why)}  # fmt: skip
+        console(RunEnded(f"{run.run_id} ended", run.model_copy(update=done)))
+
+
+def test_a_pair_is_one_line_with_both_sides(tmp_path: Path) -> None:
+    """The two runs of a bench's pair are one line when the second ends: what each side
+    measured, which shared the machine, and both run ids (where their logs are)."""
+    out = io.StringIO()
+    with Console(load_settings(results_dir=tmp_path), out, verbose=False) as console:
+        _pair(console, 1)
+        _pair(console, 2, "candidate")
+    assert out.getvalue().splitlines() == [
+        f"  run logs: {tmp_path}/<run id>/ (stdout.log, stderr.log, topol.log)",
+        "[00:00] pair 1 of 6–10 on water: baseline 12.35 ns/day in 0:41, candidate 12 ns/day "
+        "in 0:41; quiet [stable__water__kernel-baseline-aa-r1, stable__water__aa-r1]",
+        "[00:00] pair 2 of 6–10 on water: candidate 12 ns/day in 0:41, baseline 12.35 ns/day "
+        "in 0:41; noisy: candidate: other processes used 0.80 CPUs "
+        "[stable__water__aa-r2, stable__water__kernel-baseline-aa-r2]",
+    ]
+
+
+def test_a_pair_not_whole_says_what_ran_of_it(tmp_path: Path) -> None:
+    """A pair whose second run fails says its first run's number, then the failure; one
+    the command left half way (Ctrl-C) says its finished run when the console closes."""
+    out = io.StringIO()
+    with Console(load_settings(results_dir=tmp_path), out, verbose=False) as console:
+        _pair(console, 1, fail=True)
+        console(RunNext("pair 2 of 6–10, candidate: stable on water",
+                        Folded("pair 2 of 6–10 on water", "candidate", 2)))  # fmt: skip
+        run = _result("stable__water__aa-r2")
+        console(RunStarted("started", run))
+        console(RunEnded("ended", run.model_copy(update={"finished": True, "ns_per_day": 9.0})))
+    lines = out.getvalue().splitlines()
+    assert lines[1:] == [
+        "[00:00] pair 1 of 6–10 on water: baseline 12.35 ns/day in 0:41; quiet (1 of 2 runs) "
+        "[stable__water__kernel-baseline-aa-r1]",
+        "[00:00] pair 1 of 6–10, candidate: stable on water: FAILED after 0:03: mdrun exited "
+        "with code 1 [stable__water__aa-r1]",
+        "    Fatal",
+        f"  its logs: {tmp_path / 'stable__water__aa-r1'}/",
+        "[00:00] pair 2 of 6–10 on water: candidate 9 ns/day in 0:00; quiet (1 of 2 runs) "
+        "[stable__water__aa-r2]",
+    ]
+
+
+def test_the_most_pairs_a_bench_runs_are_as_many_lines(tmp_path: Path) -> None:
+    """However busy the host, the runs of a bench cost a line a pair: the default plan's
+    most (twice its 10 pairs, every run shared the machine) is 20 lines, not 40."""
+    from orchestrator.results.paired import AUTO_MOST
+
+    out = io.StringIO()
+    with Console(load_settings(results_dir=tmp_path), out, verbose=False) as console:
+        for n in range(1, 2 * AUTO_MOST + 1):
+            _pair(console, n, "baseline", "candidate")
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 1 + 2 * AUTO_MOST, lines  # the run logs line, then a line a pair
+    for line in lines[1:]:
+        assert "baseline: other processes" in line and "candidate: other processes" in line
 
 
 def test_a_run_on_a_terminal_draws_its_steps(tmp_path: Path) -> None:

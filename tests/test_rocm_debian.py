@@ -50,7 +50,8 @@ def test_stable_hip_lockfile_pins_source_and_packages(rocm_settings: Any, rocm_s
     source = rocm_settings.gromacs
     assert lock.context["source"]["scheme"] == "file"
     assert rocm_stable.gromacs_commit == f"sha256:{source.sha256}"
-    assert lock.packages["hipcc"].startswith("7.0") and "libamdhip64-dev" in lock.packages
+    # sid's hipcc moves on (7.0.2 when written): what the build needs is a ROCm 7 hipcc
+    assert lock.packages["hipcc"].startswith("7.") and "libamdhip64-dev" in lock.packages
     assert lock.compile_cache is not None and lock.build_seconds
     assert lock.gmx_version_info["GPU support"] == "HIP"
 
@@ -122,7 +123,7 @@ def test_stable_fingerprint_lists_every_hip_kernel_with_its_resources(
 
 
 def test_debian_base_is_made_again_identically_from_its_lockfile(
-    engine: Any, rocm_settings: Any, rocm_stable: Any, tmp_path: Path
+    engine: Any, tmp_path: Path
 ) -> None:
     """The sid base records its Release date and every package version; bootstrapping
     again from that lockfile gives the same packages, and a lockfile that does not match
@@ -137,13 +138,12 @@ def test_debian_base_is_made_again_identically_from_its_lockfile(
     )
 
     settings = load_settings(platform="rocm", rocm_stack="debian", results_dir=tmp_path)
-    made = lock_path(rocm_settings.results_dir, "gmxbench-base/debian:sid")  # a cold engine's
     first, again = "gmxbench-scratch/base:sid-first", "gmxbench-scratch/base:sid-again"
     try:
-        if not made.exists():  # the engine had the base already: make one to rebuild
-            make_base(engine, settings, suite="sid", tag=first)
-            made = lock_path(tmp_path, first)
-        lock = load_base_lock(made)
+        # Made now, not the session's base: on a cold engine that one was bootstrapped an
+        # hour before, and sid's Release (its date, its packages) moves several times a day.
+        make_base(engine, settings, suite="sid", tag=first)
+        lock = load_base_lock(lock_path(tmp_path, first))
         assert lock.suite == "sid" and "apt" in lock.packages and len(lock.packages) > 50
         assert lock.snapshot_mirror.startswith("https://snapshot.debian.org/archive/debian/20")
         image = make_base(engine, settings, tag=again, lock=lock)

@@ -4,8 +4,10 @@ the webhook. Only the CLI makes one; everything else just emits.
 Two ways to show the same events. Summarised (the CLI's default): a build is one bar fed
 by ninja's `[n/N]` lines (elapsed time and an estimate of what is left) and its whole log
 goes to the file it names; a run is one line with its ns/day and whether the machine was
-shared while it ran; repeated warnings are said once. `verbose` (`--verbose`, and any
-console made outside the CLI) streams every line of every build and run as it comes.
+shared while it ran, and the runs of a bench's pair (`Folded`) are one line between them,
+so the console's length follows pairs, not runs; repeated warnings are said once.
+`verbose` (`--verbose`, and any console made outside the CLI) streams every line of every
+build and run as it comes.
 
 On a terminal the summary draws its bars with `rich`, in place. Anywhere else (CI, a
 pipe, a file) it writes plain lines without control codes: a build says where it is
@@ -40,7 +42,9 @@ from orchestrator.core.events import (
     BuildStep,
     Caution,
     Event,
+    Folded,
     Output,
+    RunNext,
     Step,
     Transfer,
 )
@@ -63,6 +67,15 @@ class _Meter:
     started: float = field(default_factory=lambda: time.monotonic())
     next_step: int = 10
     shown: bool = False
+
+
+@dataclass(frozen=True)
+class _Part:
+    """A finished run waiting for the rest of its line, and when its line began."""
+
+    folded: Folded
+    result: RunResult
+    stamp: str
 
 
 @dataclass
@@ -101,7 +114,10 @@ class Console:
         self._said: dict[str, _Said] = {}
         self._runs: dict[str, RunMeter] = {}
         self._warned: set[str] = set()
-        self._pending: tuple[str, str] | None = None  # a step's text and its time stamp
+        #: A step's text, its time stamp, and the line its run shares (`RunNext`).
+        self._pending: tuple[str, str, Folded | None] | None = None
+        self._folded: dict[str, Folded] = {}  # by run id, while the run goes on
+        self._parts: dict[str, list[_Part]] = {}  # by line title, until the line is said
         self._timer: threading.Timer | None = None
         self._runs_shown = False
         self._rich: RichConsole | None = None
@@ -142,6 +158,8 @@ class Console:
             for run_id in list(self._runs):
                 self._runs.pop(run_id)
                 self._drop(f"run:{run_id}")
+            for title in list(self._parts):
+                self._say_parts(title)
             for key in list(self._tasks):
                 self._drop(key)
             if self._progress is not None:
@@ -211,8 +229,8 @@ class Console:
         match event:
             case RunEnded(result=result, log_tail=tail):
                 self._run_ended(result, tail)
-            case Step(text=text):
-                self._hold(text)
+            case Step():
+                self._hold(event)
             case BuildStarted():
                 self._build_started(event)
             case BuildStep(text=text):
@@ -278,9 +296,10 @@ class Console:
 
     # Runs -------------------------------------------------------------------------------
 
-    def _hold(self, text: str) -> None:
+    def _hold(self, step: Step) -> None:
         """A step waits a moment: when a run starts next, it is that run's label."""
-        self._pending = (text, self._stamp())
+        folded = step.folded if isinstance(step, RunNext) else None
+        self._pending = (step.text, self._stamp(), folded)
         self._timer = threading.Timer(HOLD_SECONDS, self._flush_locked)
         self._timer.daemon = True
         self._timer.start()
@@ -294,7 +313,7 @@ class Console:
             self._timer.cancel()
             self._timer = None
         if self._pending is not None:
-            (text, stamp), self._pending = self._pending, None
+            (text, stamp, _), self._pending = self._pending, None
             self._line(f"{stamp} {text}")
 
     def _run_started(self, result: RunResult) -> None:
@@ -303,7 +322,9 @@ class Console:
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
-            (label, stamp), self._pending = self._pending, None
+            (label, stamp, folded), self._pending = self._pending, None
+            if folded is not None:
+                self._folded[result.run_id] = folded
         if not self._runs_shown:
             self._runs_shown = True
             files = f"{store.STDOUT_FILE}, {store.STDERR_FILE}, {store.LOG_NAMES[0]}"
@@ -327,9 +348,18 @@ class Console:
         self._drop(f"run:{result.run_id}")
         label = meter.label if meter is not None else result.run_id
         stamp = meter.stamp if meter is not None else self._stamp()
-        seconds = result.duration_seconds or 0.0
+        folded = self._folded.pop(result.run_id, None)
+        if folded is not None and result.finished:
+            parts = self._parts.setdefault(folded.title, [])
+            parts.append(_Part(folded, result, parts[0].stamp if parts else stamp))
+            if len(parts) >= folded.parts:
+                self._say_parts(folded.title)
+            return
+        if folded is not None:  # its line will not be whole: what ran of it, on its own
+            self._say_parts(folded.title)
         named = "" if label == result.run_id else f" [{result.run_id}]"
         if not result.finished:
+            seconds = result.duration_seconds or 0.0
             self._line(f"{stamp} {label}: FAILED after {clock(seconds)}: "
                        f"{result.failure or 'no reason recorded'}{named}", "red")  # fmt: skip
             lines = tail.splitlines()[-TAIL_LINES:]
@@ -337,11 +367,25 @@ class Console:
                 self._line(f"    {line}")
             self._line(f"  its logs: {self.results_dir / result.run_id}/")
             return
-        said = _headline(result)
-        noise = result.noise.warnings if result.noise is not None else []
-        flag = "quiet" if not noise else "noisy: " + noise[0].split(" (")[0]
-        self._line(f"{stamp} {label}: {said} in {clock(seconds)}, {flag}{named}",
-                   "yellow" if noise else None)  # fmt: skip
+        noisy = _noise(result)
+        flag = f"noisy: {noisy}" if noisy else "quiet"
+        self._line(f"{stamp} {label}: {_measured(result)}, {flag}{named}",
+                   "yellow" if noisy else None)  # fmt: skip
+
+    def _say_parts(self, title: str) -> None:
+        """The line of runs that share one (a pair), with what each measured; a line not
+        whole (a run failed, the command stopped) says the runs it has."""
+        parts = self._parts.pop(title, [])
+        if not parts:
+            return
+        said = ", ".join(f"{p.folded.part} {_measured(p.result)}" for p in parts)
+        noisy = [f"{p.folded.part}: {why}" for p in parts if (why := _noise(p.result))]
+        flag = "noisy: " + "; ".join(noisy) if noisy else "quiet"
+        if len(parts) < parts[0].folded.parts:
+            flag += f" ({len(parts)} of {parts[0].folded.parts} runs)"
+        ids = ", ".join(p.result.run_id for p in parts)
+        self._line(f"{parts[0].stamp} {title}: {said}; {flag} [{ids}]",
+                   "yellow" if noisy else None)  # fmt: skip
 
     # Drawing ----------------------------------------------------------------------------
 
@@ -427,6 +471,17 @@ class Console:
             self._write(line + "\n")
         if event.finished:
             del self._meters[event.text]
+
+
+def _measured(result: RunResult) -> str:
+    """`12.35 ns/day in 0:41`: what a finished run measured, and how long it took."""
+    return f"{_headline(result)} in {clock(result.duration_seconds or 0.0)}"
+
+
+def _noise(result: RunResult) -> str:
+    """Why a run shared the machine, in short (its first reason); '' when it had it alone."""
+    warnings = result.noise.warnings if result.noise is not None else []
+    return warnings[0].split(" (")[0] if warnings else ""
 
 
 def _headline(result: RunResult) -> str:

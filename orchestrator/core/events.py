@@ -35,6 +35,26 @@ class Step(Event):
 
 
 @dataclass(frozen=True)
+class Folded:
+    """Runs shown as one line in a summary: a bench's interleaved pair, a matrix's repeat.
+
+    The line is said when the last of its `parts` runs ends, so a console's length follows
+    pairs, not runs; `part` is this run's name on it (`baseline`, a build).
+    """
+
+    title: str
+    part: str
+    parts: int
+
+
+@dataclass(frozen=True)
+class RunNext(Step):
+    """An executor's next run, by its job's label (and its line, when it shares one)."""
+
+    folded: Folded | None = None
+
+
+@dataclass(frozen=True)
 class Caution(Event):
     """Something that makes numbers less trustworthy (an unpinned governor)."""
 

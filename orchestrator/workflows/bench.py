@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from orchestrator.core import engine
 from orchestrator.core.engine import Client
 from orchestrator.core.errors import UsageError, UserError
-from orchestrator.core.events import Caution, Emit, Message, Step, ignore
+from orchestrator.core.events import Caution, Emit, Folded, Message, Step, ignore
 from orchestrator.core.settings import Settings
 from orchestrator.images import kernels
 from orchestrator.images.gromacs import DEV_CURRENT, build_gromacs, gromacs_ref, record_of
@@ -348,24 +348,32 @@ def runs(client: Client, settings: Settings, req: BenchRequest, sides: Sides, em
         candidate=store.run_id(candidate.build or "", system, tag),
     )
     clean: tuple[list[float], list[float]] = ([], [])  # pairs whose runs had the host alone
+    left_out: list[int] = []  # the last batch's pairs with a run that shared the machine
     how_many = str(plan.most) if not plan.adaptive else f"{plan.first}–{plan.most}"
     executor = executor_for(client, settings)
     while more := plan.more_clean(
         *clean, ran=groups.pairs, threshold_pct=req.threshold_pct, alpha=req.alpha
     ):
+        why = []
+        if left_out:
+            why.append(f"{_pairs(left_out)} shared the machine: left out of the verdict")
         if len(clean[0]) >= 2:
             width = ci_halfwidth_pct(*clean, alpha=req.alpha)
-            emit(Step(f"{len(clean[0])} clean pairs: the ns/day ratio is known to ±{width:.1f}%"
-                      f", wider than ±{req.threshold_pct:g}%: {more} more pairs"))  # fmt: skip
+            why.append(f"{len(clean[0])} clean pairs: the ns/day ratio is known to "
+                       f"±{width:.1f}%, wider than ±{req.threshold_pct:g}%")  # fmt: skip
+        if why:  # a line a batch at most: the console's length follows the pairs
+            emit(Step("; ".join(why) + f": {more} more pairs"))
         batch: list[Job] = []
         for _ in range(more):
             groups.pairs += 1
             order = [(baseline, base_tag, "baseline"), (candidate, tag, "candidate")]
+            of = f"of {how_many}" if groups.pairs <= plan.most else "(measured again)"
             for image, group_tag, side in order if baseline_first(groups.pairs) else order[::-1]:
-                of = f"of {how_many}" if groups.pairs <= plan.most else "(measured again)"
                 label = f"pair {groups.pairs} {of}, {side}: {image.build} on {system}"
                 run_tag = store.repeat_tag(group_tag, groups.pairs, plan.most)
-                batch.append(Job(label, _request(settings, image, system, run_tag, req)))
+                request = _request(settings, image, system, run_tag, req)
+                folded = Folded(f"pair {groups.pairs} {of} on {system}", side, len(order))
+                batch.append(Job(label, request, folded=folded))
         (ran,) = executor.run([batch], emit, stop_on_failure=True)
         for result in ran:
             if not result.finished:
@@ -374,33 +382,33 @@ def runs(client: Client, settings: Settings, req: BenchRequest, sides: Sides, em
                     f"unfinished in {settings.results_dir / result.run_id}. No verdict without it."
                 )
             groups.results.append(result)
-        first_pair = groups.pairs - more + 1
-        for pair, runs_of_pair in enumerate(zip(ran[::2], ran[1::2], strict=True), first_pair):
-            _keep_clean(pair, runs_of_pair, clean, plan.most, groups.pairs, emit)
+        pairs = enumerate(zip(ran[::2], ran[1::2], strict=True), groups.pairs - more + 1)
+        left_out = [pair for pair, both in pairs if not _keep_clean(pair, both, clean)]
+    if left_out:
+        spent = groups.pairs >= 2 * plan.most
+        emit(Step(f"{_pairs(left_out)} shared the machine: left out of the verdict" + (
+            f", not measured again: the budget of {plan.most} extra pairs is spent" if spent
+            else "")))  # fmt: skip
     return groups
 
 
 def _keep_clean(
-    pair: int, runs_of_pair: tuple[RunResult, RunResult], clean: tuple[list[float], list[float]],
-    most: int, ran: int, emit: Emit,
-) -> None:  # fmt: skip
-    """Add a pair's values to the clean ones, or say why it is left out (`results.busy`):
-    a run that shared the machine measured its neighbours too, so its pair is measured
-    again while the budget of `most` extra pairs lasts."""
-    shared = [(r, r.noise.warnings[0]) for r in runs_of_pair if r.noise and r.noise.shared]
-    if not shared:
-        base_run, cand_run = runs_of_pair if baseline_first(pair) else runs_of_pair[::-1]
-        clean[0].append(base_run.headline_value() or 0.0)
-        clean[1].append(cand_run.headline_value() or 0.0)
-        return
-    run, why = shared[0]
-    again = (
-        "measured again"
-        if ran < 2 * most
-        else f"not measured again: the budget of {most} extra pairs is spent"
-    )
-    emit(Step(f"pair {pair}: {run.run_id} shared the machine ({why}): left out of the "
-              f"verdict, {again}"))  # fmt: skip
+    pair: int, runs_of_pair: tuple[RunResult, RunResult], clean: tuple[list[float], list[float]]
+) -> bool:
+    """Add a pair's values to the clean ones; False when a run of it shared the machine
+    (`results.busy`): it measured its neighbours too, so the pair is left out (and
+    measured again while the plan's budget of extra pairs lasts, `RepeatPlan.more_clean`)."""
+    if any(r.noise and r.noise.shared for r in runs_of_pair):
+        return False
+    base_run, cand_run = runs_of_pair if baseline_first(pair) else runs_of_pair[::-1]
+    clean[0].append(base_run.headline_value() or 0.0)
+    clean[1].append(cand_run.headline_value() or 0.0)
+    return True
+
+
+def _pairs(numbers: list[int]) -> str:
+    """`pair 3`, `pairs 2, 5`."""
+    return f"pair {numbers[0]}" if len(numbers) == 1 else "pairs " + ", ".join(map(str, numbers))
 
 
 def _request(

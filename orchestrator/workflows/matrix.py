@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orchestrator.core.engine import Client
 from orchestrator.core.errors import UsageError, UserError
-from orchestrator.core.events import Emit, Step, ignore
+from orchestrator.core.events import Emit, Folded, Step, ignore
 from orchestrator.core.settings import Settings, SlurmResources
 from orchestrator.platforms.base import ProfileMode
 from orchestrator.results.compare import Comparison
@@ -171,8 +171,10 @@ def _plan(
                         mdrun_args=spec.mdrun_args, steps=spec.steps, timeout=spec.timeout,
                         cpu_only=spec.cpu_only,
                     )  # fmt: skip
-                    label = f"{system}{where}, repeat {repeat} of {spec.repeats}: {build}"
-                    chain.append((Job(label, request, _resources(gpu)), row[build]))
+                    title = f"{system}{where}, repeat {repeat} of {spec.repeats}"
+                    folded = Folded(title, build, len(builds))
+                    job = Job(f"{title}: {build}", request, _resources(gpu), folded)
+                    chain.append((job, row[build]))
             chains.append(chain)
     return chains, cells
 

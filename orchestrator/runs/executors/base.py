@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from orchestrator.core.engine import Client
-from orchestrator.core.events import Emit, ignore
+from orchestrator.core.events import Emit, Folded, ignore
 from orchestrator.core.settings import Settings, SlurmResources
 from orchestrator.runs import runner
 from orchestrator.runs.runner import RunRequest
@@ -33,6 +33,8 @@ class Job:
     request: RunRequest
     #: What its batch job asks for beyond the settings and the recipe (a GPU type).
     resources: SlurmResources | None = None
+    #: The line it shares with other runs in a summary (a bench's pair); None: its own.
+    folded: Folded | None = None
 
 
 Chain = Sequence[Job]

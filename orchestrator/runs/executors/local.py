@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from orchestrator.core.events import Emit, Step, ignore
+from orchestrator.core.events import Emit, RunNext, ignore
 from orchestrator.runs import runner
 from orchestrator.runs.executors.base import Chain, Executor
 from orchestrator.runs.store import RunResult
@@ -22,7 +22,7 @@ class LocalExecutor(Executor):
         for chain in chains:
             done.append([])
             for job in chain:
-                emit(Step(job.label))
+                emit(RunNext(job.label, job.folded))
                 plan = runner.plan_run(self.client, self.settings, job.request, emit=emit)
                 result = runner.execute(self.client, self.settings, plan, emit)
                 done[-1].append(result)

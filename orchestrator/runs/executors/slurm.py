@@ -35,7 +35,7 @@ from typing import Any
 
 from orchestrator.core.engine import Client
 from orchestrator.core.errors import UserError
-from orchestrator.core.events import Caution, Emit, Message, Step, ignore
+from orchestrator.core.events import Caution, Emit, Message, RunNext, Step, ignore
 from orchestrator.core.settings import Settings, SlurmResources, environment_of
 from orchestrator.runs import database, runner
 from orchestrator.runs.executors.base import Chain, Executor, Job
@@ -376,7 +376,8 @@ class SlurmExecutor(Executor):
             return
         slot.state, slot.node = now.state, now.node or slot.node
         if now.state == "RUNNING":
-            emit(Step(f"{slot.job.label}: running on {now.node} (SLURM job {now.job_id})"))
+            emit(RunNext(f"{slot.job.label}: running on {now.node} (SLURM job {now.job_id})",
+                         slot.job.folded))  # fmt: skip
             record = self.store.path(slot.run_id) / "result.json"
             if record.exists():
                 emit(RunStarted(f"{slot.run_id} started", self.store.load(record.parent)))
