@@ -43,10 +43,16 @@ PAIR_LINE = re.compile(
 MEASURED = re.compile(r"^(?:baseline|candidate) [\d.]+ ns/day in \d+:\d\d$")
 #: bench's line a batch at most: why it measures more pairs, which it left out
 NOTE_LINE = re.compile(r"^\[\d\d:\d\d\] .*(?:shared the machine: left out|clean pairs: the ns/day)")
+#: the verdict's lines on runs that shared the machine: a heading, a run a line (at most
+#: `report.NOISE_LINES`, then "… and N more"), and the note naming the pairs left out
+NOISE_LINE = re.compile(
+    r"^(?:⚠ .*shared the machine|  \S+__\S+: |  … and \d+ more$|note: left out, a run shared)"
+)
 
 
 def test_readme_first_command_fits_in_a_hundred_lines(engine: Any, session_results: Path) -> None:
     from orchestrator.results.paired import AUTO_FIRST, AUTO_MOST
+    from orchestrator.results.report import NOISE_LINES
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("ORCH_")}
     env["ORCH_RESULTS_DIR"] = str(session_results)
@@ -59,12 +65,14 @@ def test_readme_first_command_fits_in_a_hundred_lines(engine: Any, session_resul
     assert proc.returncode == 0, said[-4000:]
     assert len(lines) <= MOST_LINES, f"{len(lines)} lines:\n{said}"
     # However busy the host: a line a pair, at most twice the plan's most pairs (a pair that
-    # shared the machine is measured again), and bench's notes a line a batch at most.
+    # shared the machine is measured again), bench's notes a line a batch at most, and the
+    # verdict's lines on runs that shared the machine at most NOISE_LINES and three more.
     pairs = [m for line in lines if (m := PAIR_LINE.match(line))]
     notes = [line for line in lines if NOTE_LINE.match(line)]
-    assert len(notes) <= len(pairs), notes
+    noise = [line for line in lines if NOISE_LINE.match(line)]
+    assert len(notes) <= len(pairs) and len(noise) <= NOISE_LINES + 3, (notes, noise)
     most_pairs = 2 * AUTO_MOST
-    worst = len(lines) - len(pairs) - len(notes) + 2 * most_pairs
+    worst = len(lines) - len(pairs) - len(notes) - len(noise) + 2 * most_pairs + NOISE_LINES + 3
     assert worst <= MOST_LINES, f"{worst} lines if all {most_pairs} pairs ran:\n{said}"
     assert not CONTROL.search(said), "control codes in output that is not a terminal"
 
