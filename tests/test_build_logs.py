@@ -17,16 +17,35 @@ DATA = Path(__file__).parent / "data" / "build_logs"
 COLD_CPU = DATA / "gromacs__stable-cpu-gcc12.cold.build.log.gz"
 
 
+def _read(path: Path) -> list[str]:
+    return gzip.decompress(path.read_bytes()).decode().splitlines()
+
+
 def _cold() -> list[str]:
-    return gzip.decompress(COLD_CPU.read_bytes()).decode().splitlines()
+    return _read(COLD_CPU)
 
 
-def test_a_real_cold_log_is_whole() -> None:
-    """ninja says the install edge as [N-1/N] and never prints step N: the log is whole."""
-    lines = _cold()
+@pytest.mark.parametrize(
+    ("name", "last"),
+    [
+        ("gromacs__stable-cpu-gcc12.cold.build.log.gz", "[1118/1119] Install the project..."),
+        ("gromacs__stable-rocm-debian-clang21.cold.build.log.gz",
+         "[1209/1210] Install the project..."),
+    ],
+)  # fmt: skip
+def test_a_real_cold_log_is_whole(name: str, last: str) -> None:
+    """ninja says the install edge as [N-1/N] and never prints step N: the log is whole
+    (GROMACS 2022.5 with gcc, and 2026.3 with HIP)."""
+    lines = _read(DATA / name)
     assert gromacs_log_problems("\n".join(lines)) == []
-    last = [line for line in lines if "/1119] " in line][-1]
-    assert last.endswith("[1118/1119] Install the project..."), last  # what the check knows
+    ninja = [line for line in lines if "] Install the project..." in line or "] Building" in line]
+    assert ninja[-1].endswith(last), ninja[-1]  # what the check knows
+
+
+def test_a_real_build_stopped_during_configure_is_not_whole() -> None:
+    lines = _read(DATA / "gromacs__dev-cpu-sigterm.stopped.build.log.gz")
+    assert lines[-1].endswith("-- Performing Test CXX17_COMPILES")
+    assert gromacs_log_problems("\n".join(lines)) == ["no ninja step ([n/N]) in the log"]
 
 
 def _drop(lines: list[str], needle: str) -> list[str]:
