@@ -116,7 +116,6 @@ class Console:
         self._warned: set[str] = set()
         #: A step's text, its time stamp, and the line its run shares (`RunNext`).
         self._pending: tuple[str, str, Folded | None] | None = None
-        self._folded: dict[str, Folded] = {}  # by run id, while the run goes on
         self._parts: dict[str, list[_Part]] = {}  # by line title, until the line is said
         self._timer: threading.Timer | None = None
         self._runs_shown = False
@@ -317,19 +316,18 @@ class Console:
             self._line(f"{stamp} {text}")
 
     def _run_started(self, result: RunResult) -> None:
-        label, stamp = result.run_id, self._stamp()
+        label, stamp, folded = result.run_id, self._stamp(), None
         if self._pending is not None:  # the step that announced this run: its label
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
             (label, stamp, folded), self._pending = self._pending, None
-            if folded is not None:
-                self._folded[result.run_id] = folded
         if not self._runs_shown:
             self._runs_shown = True
             files = f"{store.STDOUT_FILE}, {store.STDERR_FILE}, {store.LOG_NAMES[0]}"
             self._line(f"  run logs: {self.results_dir}/<run id>/ ({files})")
-        meter = self._runs[result.run_id] = RunMeter(label, result.run_id, result.steps, stamp)
+        meter = RunMeter(label, result.run_id, result.steps, stamp, folded)
+        self._runs[result.run_id] = meter
         if self._rich is not None:
             self._task(f"run:{result.run_id}", label, total=meter.steps)
 
@@ -348,7 +346,7 @@ class Console:
         self._drop(f"run:{result.run_id}")
         label = meter.label if meter is not None else result.run_id
         stamp = meter.stamp if meter is not None else self._stamp()
-        folded = self._folded.pop(result.run_id, None)
+        folded = meter.folded if meter is not None else None
         if folded is not None and result.finished:
             parts = self._parts.setdefault(folded.title, [])
             parts.append(_Part(folded, result, parts[0].stamp if parts else stamp))

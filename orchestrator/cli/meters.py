@@ -13,6 +13,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from orchestrator.core.events import Folded
+
 #: BuildKit's plain log prefixes a step's output with `#<vertex> <seconds> `.
 _PREFIX = r"^(?:#\d+ \d+(?:\.\d+)? )?"
 _NINJA = re.compile(_PREFIX + r"\[(\d+)/(\d+)\] (?!STEP )")
@@ -117,6 +119,8 @@ class RunMeter:
     steps: int | None
     #: When it started, as the console stamps its lines (`[mm:ss]`).
     stamp: str = ""
+    #: The line it shares with other runs (a bench's pair); None: a line of its own.
+    folded: Folded | None = None
     started: float = field(default_factory=lambda: time.monotonic())
     count: _Count = field(default_factory=_Count)
 

@@ -356,7 +356,7 @@ def runs(client: Client, settings: Settings, req: BenchRequest, sides: Sides, em
     ):
         why = []
         if left_out:
-            why.append(f"{_pairs(left_out)} shared the machine: left out of the verdict")
+            why.append(_left_out(left_out))
         if len(clean[0]) >= 2:
             width = ci_halfwidth_pct(*clean, alpha=req.alpha)
             why.append(f"{len(clean[0])} clean pairs: the ns/day ratio is known to "
@@ -386,7 +386,7 @@ def runs(client: Client, settings: Settings, req: BenchRequest, sides: Sides, em
         left_out = [pair for pair, both in pairs if not _keep_clean(pair, both, clean)]
     if left_out:
         spent = groups.pairs >= 2 * plan.most
-        emit(Step(f"{_pairs(left_out)} shared the machine: left out of the verdict" + (
+        emit(Step(_left_out(left_out) + (
             f", not measured again: the budget of {plan.most} extra pairs is spent" if spent
             else "")))  # fmt: skip
     return groups
@@ -406,9 +406,10 @@ def _keep_clean(
     return True
 
 
-def _pairs(numbers: list[int]) -> str:
-    """`pair 3`, `pairs 2, 5`."""
-    return f"pair {numbers[0]}" if len(numbers) == 1 else "pairs " + ", ".join(map(str, numbers))
+def _left_out(pairs: list[int]) -> str:
+    """`pairs 2, 5 shared the machine: left out of the verdict` (`pair 3` for one)."""
+    which = f"pair {pairs[0]}" if len(pairs) == 1 else "pairs " + ", ".join(map(str, pairs))
+    return f"{which} shared the machine: left out of the verdict"
 
 
 def _request(
