@@ -37,33 +37,31 @@ def gromacs_log_problems(text: str) -> list[str]:
     lines = text.splitlines()
     if clipped := [line for line in lines if "[output clipped" in line]:
         return [f"BuildKit clipped the step's output: {clipped[0]}"]
-    steps = [(i, m) for i, line in enumerate(lines) if (m := _NINJA.match(line))]
+    # (line index, BuildKit vertex, edges finished, edges in all, description)
+    steps = [(i, m[1], int(m[2]), int(m[3]), m[4])
+             for i, line in enumerate(lines) if (m := _NINJA.match(line))]  # fmt: skip
     if not steps:
         ran = {m[1] for line in lines if (m := _NINJA_STEP.match(line))}
         if ran and all(f"#{vertex} CACHED" in lines for vertex in ran):
             return []  # BuildKit had the compile's layer: whole, with nothing compiled
         return ["no ninja step ([n/N]) in the log"]
-    total = int(steps[-1][1][3])
-    last_run = steps
+    total, last_run = steps[-1][3], steps
     for k in range(len(steps) - 1, 0, -1):  # a restart (a second ninja run) begins the last one
-        if int(steps[k - 1][1][2]) > int(steps[k][1][2]) or int(steps[k - 1][1][3]) != total:
+        if steps[k - 1][2] > steps[k][2] or steps[k - 1][3] != total:
             last_run = steps[k:]
             break
     problems = []
-    finished = {int(m[2]) for _, m in last_run}
-    missing = sorted(set(range(1, total)) - finished)
+    missing = sorted(set(range(1, total)) - {done for _, _, done, _, _ in last_run})
     if missing:
         shown = ", ".join(map(str, missing[:5])) + (" …" if len(missing) > 5 else "")
         problems.append(f"{len(missing)} of ninja's {total - 1} edges before the install are "
                         f"not in the log ({shown})")  # fmt: skip
-    end, last = last_run[-1]
-    if last[4] != _INSTALL_EDGE or int(last[2]) != total - 1:
-        problems.append(f"ninja's last line is [{last[2]}/{total}] {last[4]!r}, not "
+    end, vertex, done, _, what = last_run[-1]
+    if what != _INSTALL_EDGE or done != total - 1:
+        problems.append(f"ninja's last line is [{done}/{total}] {what!r}, not "
                         f"[{total - 1}/{total}] {_INSTALL_EDGE!r}")  # fmt: skip
-    installed = [i for i in range(end + 1, len(lines)) if _INSTALLED_GMX.match(lines[i])]
-    if not installed:
+    if not any(_INSTALLED_GMX.match(line) for line in lines[end + 1 :]):
         problems.append("CMake's install script did not install bin/gmx after ninja's last line")
-    vertex = last[1]
     if vertex is not None:
         ended = [line for line in lines[end + 1 :] if re.match(rf"#{vertex} [A-Z]+\b", line)]
         if not ended or not ended[-1].startswith(f"#{vertex} DONE "):
