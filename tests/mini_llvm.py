@@ -76,6 +76,11 @@ const std::vector<std::string> &extraDeviceUnits() {{
   return Units;
 }}
 
+const std::vector<std::string> &extraCommonDeviceFlags() {{
+  static const std::vector<std::string> Flags = {{{common}}};
+  return Flags;
+}}
+
 }} // namespace driver
 }} // namespace clang
 """
@@ -101,13 +106,14 @@ def tool_version_line(tool: str, revision: str, repository: str | None = None) -
 
 def extra_flags_source(
     host_flags: Sequence[str] = (), device_flags: Sequence[str] = (),
-    device_units: Sequence[str] = (),
+    device_units: Sequence[str] = (), common_device_flags: Sequence[str] = (),
 ) -> str:  # fmt: skip
     """ExtraFlags.cpp adding these flags (each one command-line argument); with
-    `device_units`, device flags only to compilations of inputs whose path contains one."""
+    `device_units`, device flags only to compilations of inputs whose path contains one;
+    `common_device_flags` to every device compilation, before those."""
     return _EXTRA_FLAGS_CPP.format(
         host=_literals(host_flags), device=_literals(device_flags),
-        units=_literals(device_units),
+        units=_literals(device_units), common=_literals(common_device_flags),
     )  # fmt: skip
 
 
@@ -155,20 +161,20 @@ class MiniLlvm:
 
     def commit(
         self, message: str, host_flags: Sequence[str] = (), device_flags: Sequence[str] = (),
-        device_units: Sequence[str] = (),
+        device_units: Sequence[str] = (), common_device_flags: Sequence[str] = (),
     ) -> str:  # fmt: skip
         """Rewrite ExtraFlags.cpp with these flags, commit it; the new commit's full hash."""
-        self.edit(host_flags, device_flags, device_units)
+        self.edit(host_flags, device_flags, device_units, common_device_flags)
         self.git("add", "-A")
         self.git("commit", "--quiet", "--allow-empty", "-m", message)
         return self.head()
 
     def edit(
         self, host_flags: Sequence[str] = (), device_flags: Sequence[str] = (),
-        device_units: Sequence[str] = (),
+        device_units: Sequence[str] = (), common_device_flags: Sequence[str] = (),
     ) -> None:  # fmt: skip
         """Rewrite ExtraFlags.cpp and leave it uncommitted: a dirty working tree."""
-        source = extra_flags_source(host_flags, device_flags, device_units)
+        source = extra_flags_source(host_flags, device_flags, device_units, common_device_flags)
         (self.path / EXTRA_FLAGS).write_text(source)
 
     def _commit_count(self) -> int:

@@ -2,18 +2,24 @@
 
 A mini llvm-project (`tests/mini_llvm.py`) stands in for the user's LLVM: its clang
 forwards to Debian's clang-21 (the stable image's HIP compiler), adding the device
-options its ExtraFlags.cpp names. Its first commit adds nothing. Then the working tree
-adds `-fno-unroll-loops` to the device code of the LINCS unit only, uncommitted, and
-`nox -s bench -- --llvm <checkout>` runs the whole loop as a user's shell does (on the
-CPU: there is no GPU here): the toolchain rebuilds that one file, GROMACS only its HIP
-units from the compile cache, the codegen summary comes as soon as the dev image exists
-and names the four changed `lincsKernel`s, the bench warns that a water box never runs
-them (SETTLE) and names water_lincs, both sides run interleaved, and the verdict is
-printed and reaches a real local webhook. The kernels `codegen diff` calls changed are
-checked against an independent compile of some units with and without the option;
-`--system auto` picks water_lincs; the same bench again builds nothing. Benching the
-first commit (which adds nothing) builds GROMACS once more and stops at the codegen
-diff: no kernel changed, no container runs. These are CI's two ROCm dev builds.
+options its ExtraFlags.cpp names. Three commits after its first make the patch loop:
+
+* **base** adds `-ffp-contract=off` to every device compilation, so it already differs
+  from the stable compiler in most kernels (as a user's LLVM differs from the vendor's);
+* **no-op** changes nothing the compiler does (its `clang --version` still differs);
+* **change** adds `-fno-unroll-loops` to the device code of the LINCS unit only.
+
+`nox -s bench -- --llvm <no-op>` measures the commit against its parent (base): both
+toolchains come from one workspace, GROMACS is built from the compile cache (its HIP
+units only), every kernel is identical, and the bench stops there: no container runs.
+`bench --llvm <change>` is the second iteration: the parent's toolchain and dev image
+are reused, only the candidate is built (its toolchain recompiles one file), the
+codegen summary names the four `lincsKernel`s alone, checked against an independent
+compile, the bench warns that a water box never runs them (SETTLE) and names
+water_lincs, both sides run interleaved, and the verdict names its base and reaches a
+real local webhook. `--against stable` shows what the two compilers always differ in;
+`--system auto` picks water_lincs; a dirty working tree is planned against its `HEAD`
+(`--dry-run`). These are CI's three ROCm dev builds.
 """
 
 from __future__ import annotations
@@ -37,7 +43,6 @@ from objdump_kernels import changed as objdump_changed
 from orchestrator.core.errors import UserError
 from orchestrator.core.events import Event
 from orchestrator.images.provenance import ImageRecord, load_lockfile, lockfile_path
-from orchestrator.images.toolchain_llvm import ensure_toolchain_llvm
 from orchestrator.results.codegen_diff import CodegenDiff
 from orchestrator.runs.database import Database, benches
 from orchestrator.runs.store import RunStore
@@ -49,6 +54,8 @@ from orchestrator.workflows.rebuild import find_lockfile
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parent.parent
+#: The base commit's option, on every device compilation: most kernels differ from stable.
+BASE_OPTION = "-ffp-contract=off"
 OPTION = "-fno-unroll-loops"
 #: The only unit whose device code gets `OPTION`: the change touches LINCS kernels only.
 LINCS_UNIT = "lincs_gpu_internal_hip"
@@ -66,10 +73,13 @@ HIP_UNITS, PREFIX_UNITS = 51, 5
 
 @dataclass
 class Loop:
-    """The mini llvm-project on the ROCm builder and what the tests built from it."""
+    """The mini llvm-project with its three commits, and what the tests built from it."""
 
     llvm: MiniLlvm
     settings: Any
+    base: str
+    noop: str
+    change: str
     said: list[str] = field(default_factory=list)
 
     def emit(self, event: Event) -> None:
@@ -78,13 +88,18 @@ class Loop:
 
 @pytest.fixture(scope="module")
 def loop(tmp_path_factory: pytest.TempPathFactory, rocm_settings: Any, engine: Any) -> Loop:
-    # A fresh first commit each session: the second commit's toolchain must really be
-    # built (its ninja counts are checked), not found from an earlier session.
+    # A fresh first commit each session: every toolchain must really be built (ninja's
+    # counts are checked), not found from an earlier session.
     folder = tmp_path_factory.mktemp("llvm-rocm") / "llvm-project"
     llvm = make_mini_llvm(folder, message=f"{INITIAL_MESSAGE} ({uuid.uuid4().hex[:8]})")
+    base = llvm.commit("base: no FMA contraction on the device", common_device_flags=[BASE_OPTION])
+    noop = llvm.commit("no-op: nothing the compiler does", common_device_flags=[BASE_OPTION])
+    change = llvm.commit(
+        "change: no loop unrolling in LINCS", common_device_flags=[BASE_OPTION],
+        device_flags=[OPTION], device_units=[LINCS_UNIT],
+    )  # fmt: skip
     settings = rocm_settings.model_copy(update={"llvm_source": str(llvm.path)})
-    ensure_toolchain_llvm(engine, settings, llvm.head())  # the first commit: adds nothing
-    return Loop(llvm, settings)
+    return Loop(llvm, settings, base, noop, change)
 
 
 def changed(result: CodegenDiff) -> set[tuple[str, str]]:
@@ -107,9 +122,16 @@ def cli(loop: Loop, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
+def built_dev(loop: Loop, said: str, commit: str) -> ImageRecord:
+    """The record of the dev image a bench said it tagged for `commit`."""
+    built = re.search(rf"tagged (gromacs:dev-llvm-{commit[:8]}-\d{{8}}-\d{{4}})", said)
+    assert built, said[-3000:]
+    return load_lockfile(lockfile_path(loop.settings.results_dir, built.group(1))).record
+
+
 @dataclass
 class Bench:
-    """What the dirty-tree `bench` printed, what the webhook received, and the dev image."""
+    """What a `bench` printed, what the webhook received, and the dev images it built."""
 
     proc: subprocess.CompletedProcess[str]
     received: list[dict[str, Any]]
@@ -118,34 +140,81 @@ class Bench:
 
 
 @pytest.fixture(scope="module")
-def dirty(engine: Any, loop: Loop, rocm_stable: Any) -> Bench:
-    """`bench --llvm <checkout>` with the option added to the LINCS unit's device code in
-    the working tree, uncommitted, on a water box (which never runs LINCS)."""
-    loop.llvm.edit(device_flags=[OPTION], device_units=[LINCS_UNIT])
+def noop(engine: Any, loop: Loop, rocm_stable: Any) -> Bench:
+    """`bench --llvm <no-op>`: against its parent, the base commit, both built here."""
     with json_webhook() as (url, received):
-        proc = cli(loop, "bench", "--llvm", str(loop.llvm.path), "--cpu-only", "--system",
-                   "water:3k", "--steps", "500", "--repeats", "2",
-                   ORCH_WEBHOOK_URL=url, ORCH_WEBHOOK_FORMAT="json")  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    short = loop.llvm.head()[:8]
+        proc = cli(loop, "bench", "--llvm", loop.noop[:12], "--cpu-only", "--system",
+                   "water:3k", ORCH_WEBHOOK_URL=url, ORCH_WEBHOOK_FORMAT="json")  # fmt: skip
     said = proc.stderr + proc.stdout
-    built = re.search(rf"tagged (gromacs:dev-llvm-{short}-dirty-\d{{8}}-\d{{4}})", said)
-    assert built, said[-3000:]
-    dev = load_lockfile(lockfile_path(loop.settings.results_dir, built.group(1))).record
-    return Bench(proc, received, url, dev)
+    assert proc.returncode == 0, said[-3000:]
+    return Bench(proc, received, url, built_dev(loop, said, loop.noop))
 
 
-def test_dirty_tree_bench_runs_the_whole_loop(loop: Loop, rocm_stable: Any, dirty: Bench) -> None:
-    commit = loop.llvm.head()
-    short = commit[:8]
-    said, out = dirty.proc.stderr + dirty.proc.stdout, dirty.proc.stdout
+@pytest.fixture(scope="module")
+def change(engine: Any, loop: Loop, rocm_stable: Any, noop: Bench) -> Bench:
+    """`bench --llvm <change>`, the second iteration, on a water box (which never runs
+    LINCS): its parent (the no-op commit) was built by the first."""
+    with json_webhook() as (url, received):
+        proc = cli(loop, "bench", "--llvm", loop.change[:12], "--cpu-only", "--system",
+                   "water:3k", "--steps", "500", "--repeats", "4",
+                   ORCH_WEBHOOK_URL=url, ORCH_WEBHOOK_FORMAT="json")  # fmt: skip
+    said = proc.stderr + proc.stdout
+    assert proc.returncode == 0, said[-3000:]
+    return Bench(proc, received, url, built_dev(loop, said, loop.change))
+
+
+def test_a_no_op_commit_changes_no_kernel_against_its_parent(
+    engine: Any, loop: Loop, rocm_stable: Any, noop: Bench
+) -> None:
+    """`bench --llvm <no-op commit>` builds its parent's toolchain and dev image and its
+    own (GROMACS's HIP units each), finds every kernel identical to the parent's, and
+    ends there: no container run, exit 0, recorded and posted as `nothing measured`,
+    though the parent itself differs from the stable compiler in most kernels."""
+    said = noop.proc.stderr + noop.proc.stdout
+    parent = built_dev(loop, said, loop.base)
+    assert f"baseline (parent {loop.base[:8]}): LLVM toolchain at {loop.base}" in said
+    last = noop.proc.stdout.rstrip().splitlines()[-1]
+    assert last == (f"{noop.dev.tag} vs {parent.tag} (parent {loop.base[:8]}): "
+                    "no kernel changed: nothing to measure"), last  # fmt: skip
+    assert "pair 1 of" not in said and "__water-3k-pme__" not in said
+    runs = RunStore(loop.settings.results_dir)
+    assert not [p for p in runs.runs() if p.name.startswith(f"{noop.dev.build}__")]
+    timing = re.search(r"done: ([\d.]+) s in all, the codegen summary after ([\d.]+) s: "
+                       r"0\.0 s in 0 container runs", said)  # fmt: skip
+    assert timing, said[-2000:]
+    print(f"no-op bench (both sides built): {timing.group(1)} s in all, the GROMACS dev "
+          f"builds {_build_seconds(said)}, codegen summary at {timing.group(2)} s")  # fmt: skip
+    assert [p["data"]["verdict"] for p in noop.received if p.get("event") == "verdict"] == [
+        "nothing measured"
+    ]
+    mine = benches.select().where(benches.c.candidate == noop.dev.build)
+    rows = Database.of(loop.settings).query(mine)
+    assert [(r.verdict, r.runs, r.changed_kernels) for r in rows] == [("nothing measured", 0, 0)]
+    for dev in (parent, noop.dev):
+        _assert_only_hip_units_compiled(loop.settings, rocm_stable, dev)
+    same = gfx1201_diff(engine, loop.settings, parent.tag, noop.dev.tag)
+    assert not same.changed and sum(len(c.unchanged) for c in same.categories.values()) >= 500
+    assert all(not c.only_a and not c.only_b for c in same.categories.values())
+    apart = gfx1201_diff(engine, loop.settings, rocm_stable.tag, parent.tag)
+    assert len(apart.changed) >= 100, len(apart.changed)  # what two compilers differ in
+
+
+def test_a_changing_commit_names_only_its_kernels_and_builds_only_its_side(
+    loop: Loop, rocm_stable: Any, noop: Bench, change: Bench
+) -> None:
+    short = loop.change[:8]
+    said, out = change.proc.stderr + change.proc.stdout, change.proc.stdout
+    parent = f"parent {loop.noop[:8]}"
+    assert re.search(rf"toolchain image \S+-llvm-{loop.noop[:8]} exists: reusing it", said)
+    assert f"up to date: {noop.dev.tag}" in said  # the second iteration: the parent is reused
+    assert said.count("tagged gromacs:dev-") == 1, said[-3000:]  # only the candidate's
     ninja = [line for line in said.splitlines() if line.startswith("ninja: ")]
     assert ninja and "compiled 2 files" in ninja[-1], ninja  # the toolchain: one file + version
     assert "ExtraFlags.cpp" in ninja[-1] and "Version.cpp" in ninja[-1]
-    assert dirty.dev.llvm_commit == f"{short}-dirty" and dirty.dev.llvm_dirty
-    _assert_only_hip_units_compiled(loop.settings, rocm_stable, dirty.dev)
+    assert change.dev.llvm_commit == short and not change.dev.llvm_dirty
+    _assert_only_hip_units_compiled(loop.settings, rocm_stable, change.dev)
     headline = re.search(
-        rf"^LLVM {short}-dirty on water:3k:pme: [\d.]+ ns/day \(baseline ", out, re.M
+        rf"^LLVM {short} on water:3k:pme vs {parent}: [\d.]+ ns/day \(baseline ", out, re.M
     )
     assert headline, out
     assert "codegen (kernels changed / unchanged / only in one build):" in out
@@ -158,112 +227,112 @@ def test_dirty_tree_bench_runs_the_whole_loop(loop: Loop, rocm_stable: Any, dirt
         r"water:3k:pme \(by [^)]*\): systems that run them: ([\w:, ]+);", said
     )  # fmt: skip
     assert warned and "water_lincs:3k" in warned.group(1).split(", "), said[-3000:]
-    verdicts = [p for p in dirty.received if "headline" in json.dumps(p)]
+    assert "8 runs on water:3k:pme: " in said  # what the runs take, said before them
+    verdicts = [p for p in change.received if "headline" in json.dumps(p)]
     assert verdicts and headline.group(0) in json.dumps(verdicts[-1])
-    assert dirty.url not in out + said  # the webhook URL is a secret
+    assert change.url not in out + said  # the webhook URL is a secret
     runs = RunStore(loop.settings.results_dir)
-    tag = re.search(
-        rf"{re.escape(dirty.dev.build)}__water-3k-pme__(llvm-{short}-dirty-[\d-]+)-r1", out
-    )
+    tag = re.search(rf"{re.escape(change.dev.build)}__water-3k-pme__(llvm-{short}-[\d-]+)-r1", out)
     assert tag, out
-    group = runs.group(f"{dirty.dev.build}__water-3k-pme__{tag.group(1)}")
-    assert len(group) == 2
+    group = runs.group(f"{change.dev.build}__water-3k-pme__{tag.group(1)}")
+    assert len(group) == 4
     for path in group:
         result = RunStore.load(path)
         assert result.finished and result.ns_per_day
-        assert result.llvm_commit == f"{short}-dirty"
-        assert result.compiler_version == version_line(f"{commit}-dirty", str(loop.llvm.path))
+        assert result.llvm_commit == short
+        assert result.compiler_version == version_line(loop.change, str(loop.llvm.path))
 
 
-def test_the_same_bench_again_builds_nothing_and_can_be_its_own_baseline(
-    engine: Any, loop: Loop, dirty: Bench, tmp_path: Path
+def test_against_stable_shows_what_the_two_compilers_differ_in(
+    engine: Any, loop: Loop, rocm_stable: Any, change: Bench
 ) -> None:
-    """`--against-llvm A` (and `--against <build>`) make the baseline a dev build: here the
-    same dirty tree on both sides, so both groups run the one dev image (an A/A of it)."""
-    checkout = str(loop.llvm.path)
-    for against in ({"against_llvm": checkout}, {"against": dirty.dev.build}):
+    """`--against stable`: the field report's dev-vs-stable comparison, one flag away;
+    nothing is built, and most kernels differ (the base commit's option)."""
+    loop.said.clear()
+    req = BenchRequest(llvm=loop.change, against="stable", cpu_only=True, system="water:3k",
+                       steps=200, repeats=4)  # fmt: skip
+    outcome = bench(engine, loop.settings, req, emit=loop.emit)
+    said = "\n".join(loop.said)
+    assert f"up to date: {change.dev.tag}" in said and "tagged gromacs:" not in said
+    counted = re.search(r"codegen after [\d.]+ s: (\d+) of (\d+) kernels changed", said)
+    assert counted and int(counted.group(1)) >= 100, said[-2000:]
+    assert outcome.comparison is not None and outcome.comparison.base == "stable"
+    assert " vs stable: " in outcome.comparison.headline
+
+
+def test_the_same_build_on_both_sides_is_an_a_a_of_it(
+    engine: Any, loop: Loop, change: Bench, tmp_path: Path
+) -> None:
+    """`--against-llvm C` (and `--against <build>`) make the baseline a named build: here
+    the candidate's own, so both groups run the one dev image (an A/A of it)."""
+    for against in ({"against_llvm": loop.change[:12]}, {"against": change.dev.build}):
         loop.said.clear()
         req = BenchRequest(
-            llvm=checkout, cpu_only=True, system="water:3k", steps=500, repeats=2, **against
+            llvm=loop.change, cpu_only=True, system="water:3k", steps=200, repeats=4, **against
         )
         cmp = bench(engine, loop.settings, req, emit=loop.emit).comparison
         assert any(line.endswith("exists: reusing it") for line in loop.said), loop.said
-        assert f"up to date: {dirty.dev.tag}" in "\n".join(loop.said)
-        assert all(run.startswith(f"{dirty.dev.build}__") for run in cmp.baseline), cmp.baseline
-        assert all(run.startswith(f"{dirty.dev.build}__") for run in cmp.candidate)
+        assert f"up to date: {change.dev.tag}" in "\n".join(loop.said)
+        assert all(run.startswith(f"{change.dev.build}__") for run in cmp.baseline), cmp.baseline
+        assert all(run.startswith(f"{change.dev.build}__") for run in cmp.candidate)
         assert cmp.codegen is None  # one image: nothing to diff
     with pytest.raises(UserError, match="no GROMACS image gromacs:no-such-build"):
-        bench(engine, loop.settings, BenchRequest(against="no-such-build", repeats=2))
+        bench(engine, loop.settings, BenchRequest(against="no-such-build", repeats=4))
     lock = find_lockfile(engine, loop.settings.model_copy(update={"results_dir": tmp_path}),
                          "dev-current")  # fmt: skip
-    assert lock.record.id == dirty.dev.id == engine.images.get("gromacs:dev-current").id
+    assert lock.record.id == change.dev.id == engine.images.get("gromacs:dev-current").id
 
 
-def test_a_stand_in_adding_nothing_changes_no_kernel_and_measures_nothing(
-    engine: Any, loop: Loop, rocm_stable: Any, dirty: Bench
+def test_a_dirty_working_tree_is_planned_against_its_head(
+    engine: Any, loop: Loop, noop: Bench, change: Bench
 ) -> None:
-    """`bench --llvm <first commit>` (its toolchain adds nothing): GROMACS is built once
-    more (its HIP units), the codegen diff finds every kernel identical, and the bench
-    ends there, with no container run, exit 0, recorded and posted as `nothing measured`."""
-    first = loop.llvm.git("rev-list", "--max-parents=0", "HEAD")
-    with json_webhook() as (url, received):
-        proc = cli(loop, "bench", "--llvm", first[:12], "--cpu-only", "--system", "water:3k",
-                   ORCH_WEBHOOK_URL=url, ORCH_WEBHOOK_FORMAT="json")  # fmt: skip
-    said = proc.stderr + proc.stdout
-    assert proc.returncode == 0, said[-3000:]
-    assert proc.stdout.rstrip().endswith("no kernel changed: nothing to measure"), proc.stdout
-    assert "pair 1 of" not in said and "__water-3k-pme__" not in said
-    built = re.search(r"tagged (gromacs:dev-llvm-[0-9a-f]{8}-\d{8}-\d{4})", said)
-    assert built, said[-3000:]
-    dev = load_lockfile(lockfile_path(loop.settings.results_dir, built.group(1))).record
-    runs = RunStore(loop.settings.results_dir)
-    assert not [p for p in runs.runs() if p.name.startswith(f"{dev.build}__")]  # no container
-    timing = re.search(r"done: ([\d.]+) s in all, the codegen summary after ([\d.]+) s: "
-                       r"0\.0 s in 0 container runs", said)  # fmt: skip
-    assert timing, said[-2000:]
-    build_seconds = _build_seconds(said)
-    print(f"no-op bench: {timing.group(1)} s in all, GROMACS dev build {build_seconds:.0f} s, "
-          f"codegen summary at {timing.group(2)} s")  # fmt: skip
-    assert [p["data"]["verdict"] for p in received if p.get("event") == "verdict"] == [
-        "nothing measured"
-    ]
-    mine = benches.select().where(benches.c.candidate == dev.build)
-    rows = Database.of(loop.settings).query(mine)
-    assert [(r.verdict, r.runs, r.changed_kernels) for r in rows] == [("nothing measured", 0, 0)]
-    _assert_only_hip_units_compiled(loop.settings, rocm_stable, dev)
-    same = gfx1201_diff(engine, loop.settings, rocm_stable.tag, dev.tag)
-    assert not same.changed, same.changed[:3]
-    assert sum(len(c.unchanged) for c in same.categories.values()) >= 500
-    assert all(not c.only_a and not c.only_b for c in same.categories.values())
-    back = gfx1201_diff(engine, loop.settings, dirty.dev.tag, dev.tag)
-    forth = gfx1201_diff(engine, loop.settings, rocm_stable.tag, dirty.dev.tag)
-    assert changed(back) == changed(forth) and changed(back)
+    """`bench --llvm <checkout> --dry-run` with uncommitted edits: the base is `HEAD` (the
+    change commit, whose toolchain and dev image exist), the tree's toolchain is to be
+    built; nothing is built or run, and the plan gives each step's estimate."""
+    loop.llvm.edit(common_device_flags=[BASE_OPTION], device_flags=[OPTION],
+                   device_units=[LINCS_UNIT, "settle_gpu_internal_hip"])  # fmt: skip
+    try:
+        proc = cli(loop, "bench", "--llvm", str(loop.llvm.path), "--dry-run", "--system",
+                   "water:3k", "--steps", "500", "--repeats", "4")  # fmt: skip
+    finally:
+        loop.llvm.git("checkout", "--", ".")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    plan = proc.stdout
+    head = f"HEAD {loop.change[:8]}"
+    assert re.search(rf"baseline \({head}\): reuse toolchain \S+-llvm-{loop.change[:8]}:", plan)
+    assert f"baseline: reuse {change.dev.tag}: 0 s (exists)" in plan, plan
+    assert re.search(rf"candidate \(LLVM {loop.change[:8]}-dirty\): build LLVM ", plan), plan
+    assert re.search(r"candidate: GROMACS dev build from the compile cache: \d+ (s|min) "
+                     r"\(median of \d+ stored builds\)", plan), plan  # fmt: skip
+    assert re.search(r"4 interleaved pairs \(8 runs\) on water:3k:pme: \d+ (s|min) "
+                     r"\(\d+ s a run, the median of \d+ stored runs\)", plan), plan  # fmt: skip
+    assert "building" not in proc.stderr and "tagged" not in proc.stderr
 
 
 def test_system_auto_picks_the_system_that_runs_the_changed_kernels(
-    engine: Any, loop: Loop, dirty: Bench
+    engine: Any, loop: Loop, change: Bench
 ) -> None:
-    """The same dirty tree with `--system auto`: only LINCS kernels changed, and the
-    cheapest system that runs them is water_lincs (with -update gpu on a GPU; not added
-    with --cpu-only, where they are host runs)."""
+    """The change commit with `--system auto`: only LINCS kernels changed against its
+    parent, and the cheapest system that runs them is water_lincs (with -update gpu on a
+    GPU; not added with --cpu-only, where they are host runs)."""
     loop.said.clear()
-    req = BenchRequest(llvm=str(loop.llvm.path), cpu_only=True, system="auto", steps=200,
-                       repeats=2)  # fmt: skip
+    req = BenchRequest(llvm=loop.change, cpu_only=True, system="auto", steps=200, repeats=4)
     outcome = bench(engine, loop.settings, req, emit=loop.emit)
     said = "\n".join(loop.said)
     assert "--system auto: water_lincs:3k runs lincs (from its options (-update gpu))" in said
     assert "--cpu-only: not adding -update gpu (GPU options) to water_lincs:3k" in said
     assert outcome.comparison is not None and outcome.comparison.system == "water_lincs:3k"
-    assert outcome.runs == 4 and outcome.verdict in ("faster", "slower", "no change")
+    assert outcome.runs == 8 and outcome.verdict in ("faster", "slower", "no change")
 
 
 def test_changed_kernels_are_those_an_independent_compile_changes(
-    engine: Any, loop: Loop, rocm_stable: Any, dirty: Bench
+    engine: Any, loop: Loop, rocm_stable: Any, noop: Bench, change: Bench
 ) -> None:
     """The option changes kernels of the leap-frog, LINCS and SETTLE units when compiled
-    into each (the independent compile); the stand-in gives it to the LINCS unit only, so
-    exactly the LINCS unit's changed kernels are changed in the dev build."""
-    result = gfx1201_diff(engine, loop.settings, rocm_stable.tag, dirty.dev.tag)
+    into each (the independent compile, with the base option on both sides); the change
+    commit gives it to the LINCS unit only, so exactly the LINCS unit's changed kernels
+    are changed against its parent."""
+    result = gfx1201_diff(engine, loop.settings, noop.dev.tag, change.dev.tag)
     independent = compile_units(engine, loop.settings, rocm_stable)
     assert {unit for unit, _ in independent} > {u for u in UNITS if LINCS_UNIT in u}
     lincs = {(unit, name) for unit, name in independent if LINCS_UNIT in unit}
@@ -271,11 +340,11 @@ def test_changed_kernels_are_those_an_independent_compile_changes(
     assert changed_families(result).keys() == {"lincs"}
     assert result.code_unchanged("pme_solve")  # PME solve has no loop to unroll
     assert not result.code_unchanged("other")  # LINCS has
-    shown = cli(loop, "codegen", "diff", rocm_stable.build, dirty.dev.build, "--kernel",
+    shown = cli(loop, "codegen", "diff", noop.dev.build, change.dev.build, "--kernel",
                 "lincsKernel", "--asm")  # fmt: skip
     assert shown.returncode == 0, shown.stderr[-2000:]
-    assert f"A: {rocm_stable.tag}" in shown.stdout and "other: " in shown.stdout
-    assert re.search(r"^--- gromacs:stable-\S+ _Z", shown.stdout, re.M), shown.stdout[:2000]
+    assert f"A: {noop.dev.tag}" in shown.stdout and "other: " in shown.stdout
+    assert re.search(r"^--- gromacs:dev-llvm-\S+ _Z", shown.stdout, re.M), shown.stdout[:2000]
     assert re.search(r"^[-+][a-z]\w* ", shown.stdout, re.M)  # instruction lines differ
 
 
@@ -286,11 +355,10 @@ def gfx1201_diff(engine: Any, settings: Any, a: str, b: str) -> CodegenDiff:
     return targets.target("gfx1201")
 
 
-def _build_seconds(said: str) -> float:
-    """The GROMACS dev build's seconds, from the console's last build-ended line (the
-    toolchain was built before: this bench builds GROMACS only)."""
-    ended = re.findall(r"^built \S+ as \S+ in ([\d.]+) s", said, re.M)
-    return float(ended[-1]) if ended else float("nan")
+def _build_seconds(said: str) -> str:
+    """The GROMACS builds' seconds, from the console's build-ended lines."""
+    ended = re.findall(r"^built gromacs:\S+ as \S+ in ([\d.]+) s", said, re.M)
+    return " and ".join(f"{float(s):.0f} s" for s in ended) or "unknown"
 
 
 def _assert_only_hip_units_compiled(settings: Any, stable: Any, dev: ImageRecord) -> None:
@@ -316,7 +384,8 @@ for entry in json.load(open("/build/gromacs/compile_commands.json")):
         continue
     args = shlex.split(entry["command"])
     output = os.path.relpath(os.path.join(entry["directory"], entry["output"]), "/build/gromacs")
-    for side, extra in (("plain", []), ("option", ["-Xarch_device", "{option}"])):
+    base = ["-Xarch_device", "{base}"]
+    for side, extra in (("plain", base), ("option", base + ["-Xarch_device", "{option}"])):
         target = f"/out/{{side}}/{{output}}"
         os.makedirs(os.path.dirname(target), exist_ok=True)
         cut = args.index("-o")
@@ -340,7 +409,8 @@ def compile_with_and_without(engine: Any, settings: Any, image: ImageRecord, nam
         f"-DCMAKE_INSTALL_PREFIX={lock.context['prefix']}", "-DCMAKE_INSTALL_PREFIX=/tmp/unused"
     )
     tools = "/usr/lib/llvm-21/bin"
-    script = CHECK.format(flags=flags, units=repr(set(UNITS)), option=OPTION, bin=tools)
+    script = CHECK.format(flags=flags, units=repr(set(UNITS)), base=BASE_OPTION, option=OPTION,
+                          bin=tools)  # fmt: skip
     script += DISASSEMBLE.format(roots="/out/plain /out/option", bin=tools)
     work = Path(settings.results_dir) / name
     (work / "out").mkdir(parents=True, exist_ok=True)
@@ -363,7 +433,8 @@ def compile_with_and_without(engine: Any, settings: Any, image: ImageRecord, nam
 
 def compile_units(engine: Any, settings: Any, stable: ImageRecord) -> set[tuple[str, str]]:
     """(unit, kernel) pairs whose code `OPTION` changes, by compiling `UNITS` directly with
-    the stable image's compiler and flags, with and without it, in the stable image, and
+    the stable image's compiler and flags plus the base option, with and without it, in
+    the stable image, and
     comparing `llvm-objdump -d`'s text of each symbol (`tests/objdump_kernels.py`: no code
     shared with the codegen probe or its parser, which the other side of the check uses)."""
     out = compile_with_and_without(engine, settings, stable, "independent-check")

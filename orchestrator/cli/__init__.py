@@ -12,6 +12,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from orchestrator.cli import images, results, runs, settings, workflows
 from orchestrator.cli.common import Handler
@@ -21,8 +22,15 @@ from orchestrator.core.errors import UserError, is_no_space, no_space
 from orchestrator.core.settings import load_settings
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, with a mistake said in one paragraph (not the whole usage above it)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {self.prog}: {message}. `{self.prog} --help` lists the options.\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="gmxbench",
         description="Containerized, reproducible GROMACS benchmarks for compiler developers.",
     )

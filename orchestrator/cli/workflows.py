@@ -12,11 +12,12 @@ from orchestrator.cli.common import Commands, executor_option, verdict_options, 
 from orchestrator.cli.console import Console
 from orchestrator.cli.images import gpu_arch_option
 from orchestrator.core import engine
-from orchestrator.core.events import Step
+from orchestrator.core.events import Message, Step
 from orchestrator.core.settings import Settings, with_gpu_arch
 from orchestrator.results.report import bisect_text, render, webhook_text
 from orchestrator.workflows import share as sharing
-from orchestrator.workflows.bench import BenchRequest, bench
+from orchestrator.workflows.bench import bench
+from orchestrator.workflows.bench_plan import BenchRequest, plan, plan_text, settle
 from orchestrator.workflows.bisect import BisectRequest, bisect
 from orchestrator.workflows.matrix import Cell, load_matrix, matrix
 from orchestrator.workflows.rebuild import rebuild, summary
@@ -26,13 +27,20 @@ BENCH_FIELDS = {f.name for f in dataclasses.fields(BenchRequest)}
 
 def register(sub: Commands) -> None:
     p = sub.add_parser("bench", help="the compiler loop: build, run both sides, diff")
-    p.add_argument("--llvm", help="LLVM commit (short hash) or a path: the working tree as it is")
+    p.add_argument(
+        "--llvm",
+        help="LLVM commit (measured against its parent) or a checkout path: the working tree "
+        "as it is (against its HEAD)",
+    )
     p.add_argument("--toolchain", help="existing toolchain image holding the dev compiler")
     p.add_argument("--package", help="distribution compiler package for the toolchain (clang-16)")
-    p.add_argument("--against-llvm", help="baseline: the dev build of this LLVM commit (A/B)")
+    p.add_argument("--against-llvm", help="baseline: this LLVM commit instead of the parent")
     p.add_argument("--against-toolchain", help="baseline: the dev build of this toolchain image")
     p.add_argument("--against-package", help="baseline: the dev build of this compiler package")
-    p.add_argument("--against", help="baseline: an existing GROMACS build (name or image tag)")
+    p.add_argument(
+        "--against",
+        help="baseline: `stable` (the vendor compiler's image) or an existing GROMACS build",
+    )
     p.add_argument(
         "--cpu-only", action="store_true",
         help="run GPU builds on the host CPU only (no GPU here): the verdict is host code's",
@@ -50,6 +58,10 @@ def register(sub: Commands) -> None:
     p.add_argument("--repeats", default="auto", help="interleaved pairs: N, auto, auto:MAX")
     p.add_argument("--no-llvm-rebuild", action="store_true")
     p.add_argument("--no-gmx-rebuild", action="store_true")
+    p.add_argument(
+        "--dry-run", action="store_true",
+        help="print the plan (images built or reused, runs, estimated times); build nothing",
+    )  # fmt: skip
     gpu_arch_option(p)
     executor_option(p)
     verdict_options(p)
@@ -101,11 +113,18 @@ def register(sub: Commands) -> None:
 def run_bench(args: argparse.Namespace, settings: Settings, console: Console) -> int:
     request = BenchRequest(**{k: v for k, v in vars(args).items() if k in BENCH_FIELDS})
     settings = with_gpu_arch(with_executor(settings, args), args.gpu_arch)
-    outcome = bench(engine.connect(), settings, request, console)
+    settled = settle(settings, request)  # every mistake said here, before the engine is asked
+    if request.dry_run:
+        for note in settled.notes:
+            console(Message(note))
+        print(plan_text(plan(engine.connect(), settings, settled)))
+        return 0
+    outcome = bench(engine.connect(), settings, settled, console)
     cmp = outcome.comparison
     if cmp is None:
         codegen = outcome.codegen
-        said = f"{codegen.b} vs {codegen.a}: " if codegen is not None else ""
+        base = f" ({outcome.base})" if outcome.base else ""
+        said = f"{codegen.b} vs {codegen.a}{base}: " if codegen is not None else ""
         print(f"{said}{outcome.nothing_measured}")
         data = {"verdict": outcome.verdict, "system": outcome.system}
         console.notifier.verdict(f"{said}{outcome.nothing_measured}", data)

@@ -241,3 +241,27 @@ def diff_digest(path: Path | str) -> str | None:
         for name, blob in zip(names, blobs.stdout.split(), strict=True):
             digest.update(b"\0untracked\0" + name + b"\0" + blob)
     return digest.hexdigest()
+
+
+def base_of(commit: ResolvedCommit) -> ResolvedCommit:
+    """What a change is measured against: a working tree's `HEAD` (its uncommitted edits
+    are the change), else the commit's first parent (the commit is the change).
+
+    Only a local checkout knows parents; for a URL the caller names the base."""
+    if is_url(commit.source):
+        raise UsageError(
+            f"The LLVM source {commit.source} is a URL, and the parent of {commit.label} "
+            "cannot be known without a clone. Name the base with --against-llvm <commit> "
+            "(or --against stable), or set llvm_source (ORCH_LLVM_SOURCE) to a local checkout."
+        )
+    top = Path(commit.source)
+    if commit.dirty:
+        return _make(str(top), commit.full, commit.short, ref="HEAD")
+    parent = git(["rev-parse", "--verify", "--quiet", f"{commit.full}^1"], cwd=top, check=False)
+    if parent.returncode != 0:
+        raise UsageError(
+            f"LLVM {commit.label} is the first commit of {top}: it has no parent to compare "
+            "with. Name the base with --against-llvm <commit> or --against stable."
+        )
+    full = parent.stdout.decode().strip()
+    return _make(str(top), full, _short(top, full))

@@ -39,6 +39,9 @@ class Comparison(BaseModel):
     candidate: list[str]
     system: str
     label: str
+    #: What the candidate is measured against, as the headline names it (`parent
+    #: 1a2b3c4d`, `HEAD 1a2b3c4d`, `stable`); None: two groups compared as given.
+    base: str | None = None
     #: The headline verdict: ns/day for mdrun; a kernel recipe's headline metric, named
     #: by `headline_name` (its unit follows the name in the report).
     ns_per_day: Verdict
@@ -85,15 +88,16 @@ class Comparison(BaseModel):
     def headline(self) -> str:
         v = self.ns_per_day
         sign = "+" if v.delta_abs >= 0 else ""
+        where = self.system + (f" vs {self.base}" if self.base else "")
         if self.headline_name == "ns/day":
             text = (
-                f"{self.label} on {self.system}: {v.candidate_median:.1f} ns/day "
+                f"{self.label} on {where}: {v.candidate_median:.1f} ns/day "
                 f"(baseline {v.baseline_median:.1f}, Δ {sign}{v.delta_abs:.3f}, "
                 f"{sign}{v.delta_pct:.2f}%)"
             )
         else:
             text = (
-                f"{self.label} on {self.system}: {self.headline_name} "
+                f"{self.label} on {where}: {self.headline_name} "
                 f"{v.candidate_median:.4g} {self.headline_unit} (baseline "
                 f"{v.baseline_median:.4g}, Δ {sign}{v.delta_abs:.4g}, {sign}{v.delta_pct:.2f}%)"
             )

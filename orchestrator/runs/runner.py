@@ -21,7 +21,7 @@ from typing import Any
 
 from orchestrator.core import engine, interrupts
 from orchestrator.core.engine import Client, EngineGone
-from orchestrator.core.errors import NoSpace, UserError, filled_up, space_for
+from orchestrator.core.errors import NoSpace, UsageError, UserError, filled_up, space_for
 from orchestrator.core.events import Caution, Emit, Event, ignore
 from orchestrator.core.settings import Settings
 from orchestrator.images import kernels
@@ -80,6 +80,19 @@ class RunRequest:
     #: Index the run in the results database as it ends; a batch job's run is indexed by
     #: the host that submitted it instead, which holds the database's address.
     record: bool = True
+
+    def __post_init__(self) -> None:
+        check_limits(steps=self.steps, timeout=self.timeout)
+
+
+def check_limits(*, steps: int | None = None, timeout: float | None = None) -> None:
+    """A step count or timeout of zero or less would run mdrun for ever, or never."""
+    if steps is not None and steps <= 0:
+        raise UsageError(f"--steps {steps}: give a positive number of MD steps (or leave it "
+                         "out for the system's own).")  # fmt: skip
+    if timeout is not None and not timeout > 0:
+        raise UsageError(f"--timeout {timeout:g}: give a positive number of seconds a run may "
+                         "take.")  # fmt: skip
 
 
 #: mdrun options that keep every task on the CPU, for `cpu_only` runs of GPU builds.

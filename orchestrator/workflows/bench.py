@@ -1,74 +1,48 @@
 """The compiler loop (the field report's bench-llvm-commit): build, run both sides, diff.
 
-Three steps, each returning what the next one needs: `images` (the LLVM or package
-toolchain, GROMACS stable and dev) → `runs` (baseline and candidate measured now, in
-interleaved pairs, a fixed number or adaptively) → `diff` (paired statistics). Without a
-compiler the candidate is the stable image itself: an A/A comparison that shows the
-noise floor of this machine. The report and the webhook are the caller's: `bench`
-returns a `BenchOutcome`.
+Four steps, each returning what the next one needs: `settle` (every option checked and
+both sides' compilers resolved, in seconds: `workflows.bench_plan`) → `images` (the LLVM
+or package toolchains, GROMACS dev builds, or the stable image) → `run_pairs` (baseline
+and candidate measured now, in interleaved pairs, a fixed number or adaptively) → `diff`
+(paired statistics). An LLVM commit is measured against its parent, a working tree
+against its `HEAD`: the patch's own effect. Without a compiler the candidate is the
+stable image itself: an A/A comparison that shows the noise floor of this machine. The
+report and the webhook are the caller's: `bench` returns a `BenchOutcome`.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from dataclasses import dataclass, replace
 
 from orchestrator.core import engine
 from orchestrator.core.engine import Client
-from orchestrator.core.errors import UsageError, UserError
-from orchestrator.core.events import Caution, Emit, Folded, Message, Step, ignore
+from orchestrator.core.errors import UserError
+from orchestrator.core.events import Caution, Emit, Message, Step, ignore
 from orchestrator.core.settings import Settings
 from orchestrator.images import kernels
 from orchestrator.images.gromacs import DEV_CURRENT, build_gromacs, gromacs_ref, record_of
 from orchestrator.images.provenance import ImageRecord, label
 from orchestrator.images.user_kernels import UserProgram
-from orchestrator.platforms import get
-from orchestrator.platforms.base import ProfileMode
 from orchestrator.results.codegen_diff import CodegenDiff, summary_lines
 from orchestrator.results.codegen_targets import nothing_to_measure, targets_line, verdict_note
 from orchestrator.results.compare import Comparison
 from orchestrator.results.judge import compare_groups
-from orchestrator.results.paired import baseline_first, ci_halfwidth_pct, repeat_plan
-from orchestrator.runs import runner, store
 from orchestrator.runs.database import BenchRecord, record_bench
-from orchestrator.runs.executors import Job, executor_for
 from orchestrator.runs.kernel_recipe import ResolvedKernel
 from orchestrator.runs.recipe import load_system
-from orchestrator.runs.store import RunResult, RunStore
+from orchestrator.runs.store import RunStore
+from orchestrator.workflows.bench_plan import BenchRequest as BenchRequest  # its callers' name
+from orchestrator.workflows.bench_plan import (
+    Settled,
+    Side,
+    llvm_settings,
+    settle,
+)
 from orchestrator.workflows.build import toolchain_for
 from orchestrator.workflows.codegen import builds_codegen, keep_asm_diffs, kernels_codegen
+from orchestrator.workflows.pairs import Groups, run_pairs
 from orchestrator.workflows.placement import AUTO, place
-
-
-@dataclass
-class BenchRequest:
-    """The candidate's compiler (at most one of `llvm`, `toolchain`, `package`; none: A/A),
-    the baseline's (`against_*`, or a built image `against`; none: the stable image), and
-    how to run and judge them."""
-
-    llvm: str | None = None
-    toolchain: str | None = None
-    package: str | None = None
-    against_llvm: str | None = None
-    against_toolchain: str | None = None
-    against_package: str | None = None
-    against: str | None = None
-    cpu_only: bool = False
-    system: str | None = None
-    tag: str | None = None
-    steps: int | None = None
-    #: Interleaved pairs: a number, "auto" or "auto:MAX" (`results.paired.repeat_plan`).
-    repeats: int | str = "auto"
-    no_llvm_rebuild: bool = False
-    no_gmx_rebuild: bool = False
-    #: None: the kernel trace where the image's stack has a profiler, else none.
-    profile: ProfileMode | None = None
-    mdrun_args: list[str] = field(default_factory=list)
-    threshold_pct: float = 2.0
-    alpha: float = 0.05
-    #: Measure even when no kernel changed (the codegen diff finds nothing to measure).
-    measure_anyway: bool = False
 
 
 @dataclass
@@ -77,16 +51,8 @@ class Sides:
 
     baseline: ImageRecord
     candidate: ImageRecord
-
-
-@dataclass
-class Groups:
-    """What `runs` left: the run groups to compare, and what running them cost."""
-
-    baseline: str
-    candidate: str
-    results: list[RunResult] = field(default_factory=list)
-    pairs: int = 0
+    #: How the headline names the baseline (`parent 1a2b3c4d`, `stable`).
+    base: str = "stable"
 
 
 @dataclass
@@ -105,6 +71,8 @@ class BenchOutcome:
     nothing_measured: str | None = None
     #: The system measured (or that would have been).
     system: str | None = None
+    #: How the baseline is named (`parent 1a2b3c4d`, `stable`).
+    base: str | None = None
 
     @property
     def outside_seconds(self) -> float:
@@ -136,13 +104,17 @@ NOTHING_CHANGED = "no kernel changed: nothing to measure"
 
 
 def bench(
-    client: Client, settings: Settings, req: BenchRequest, emit: Emit = ignore
+    client: Client, settings: Settings, req: BenchRequest | Settled, emit: Emit = ignore
 ) -> BenchOutcome:
-    """Build, diff the code, then measure where the change runs (or nothing: no kernel
-    changed); the outcome is recorded in the results database either way."""
-    repeat_plan(req.repeats)  # a bad --repeats stops here, before anything is built
+    """Check everything, build, diff the code, then measure where the change runs (or
+    nothing: no kernel changed); the outcome is recorded in the results database either
+    way."""
+    settled = req if isinstance(req, Settled) else settle(settings, req)
+    req = settled.request
+    for note in settled.notes:
+        emit(Message(note))
     started = time.monotonic()
-    sides = images(client, settings, req, emit)
+    sides = images(client, settings, settled, emit)
     codegen, codegen_seconds = None, None
     program = _user_program(settings, req)
     if program is not None or not _kernel(settings, req):
@@ -159,13 +131,16 @@ def bench(
         emit(Step(f"{why} (--measure-anyway measures all the same)"))
         outcome = BenchOutcome(
             None, 0, 0.0, time.monotonic() - started, codegen, codegen_seconds, why,
-            _system_name(settings, req),
+            _system_name(settings, req), sides.base,
         )  # fmt: skip
         record_bench(settings, _row(outcome, sides, None), emit)
         return outcome
     req = placed(settings, req, codegen, emit)
-    groups = runs(client, settings, req, sides, emit)
+    groups = run_pairs(client, settings, req, sides.baseline, sides.candidate,
+                       _kernel(settings, req), emit)  # fmt: skip
     comparison = diff(settings, req, groups, emit, codegen)
+    if sides.candidate is not sides.baseline:
+        comparison.base = sides.base
     if program is None:  # a user kernel's code is in its kernel images, not kept for now
         keep_asm_diffs(client, settings, sides.baseline, sides.candidate, comparison.codegen,
                        (groups.baseline, groups.candidate), emit)  # fmt: skip
@@ -177,6 +152,7 @@ def bench(
         codegen=codegen,
         codegen_seconds=codegen_seconds,
         system=comparison.system,
+        base=comparison.base,
     )
     record_bench(settings, _row(outcome, sides, groups), emit)
     return outcome
@@ -257,170 +233,63 @@ def _user_program(settings: Settings, req: BenchRequest) -> UserProgram | None:
     return None
 
 
-def images(client: Client, settings: Settings, req: BenchRequest, emit: Emit) -> Sides:
-    """The baseline (the stable image unless `against_*` names another build) and the dev
-    image of the compiler asked for (none: the baseline itself, an A/A comparison). For a
-    kernel benchmark, a compiler's side is its toolchain image: no GROMACS is built."""
-    baseline = _baseline(client, settings, req, emit)
-    if req.no_gmx_rebuild:
+def images(client: Client, settings: Settings, settled: Settled, emit: Emit) -> Sides:
+    """The baseline (the candidate's parent or `HEAD`, the stable image, or what the
+    `against` options name) and the dev image of the compiler asked for (none: the
+    baseline itself, an A/A comparison). For a kernel benchmark, a compiler's side is
+    its toolchain image: no GROMACS is built."""
+    req = settled.request
+    if req.no_gmx_rebuild:  # read before a baseline's dev build moves it
         current = engine.image(client, DEV_CURRENT)
         if current is None:
             raise UserError(
                 f"--no-gmx-rebuild: there is no {DEV_CURRENT} yet. Run once without "
                 "--no-gmx-rebuild to build the dev image."
             )
-        return Sides(baseline, ImageRecord.from_labels(DEV_CURRENT, current.id, current.labels))
-    candidate = _dev_build(
-        client, settings, req, req.llvm, req.package, req.toolchain, not req.no_llvm_rebuild,
-        emit,
-    )  # fmt: skip
-    return Sides(baseline, candidate or baseline)
+        record = ImageRecord.from_labels(DEV_CURRENT, current.id, current.labels)
+        baseline = _side(client, settings, req, settled.baseline, True, emit, "baseline")
+        engine.tag(client, current.id, DEV_CURRENT)
+        return Sides(baseline, record, settled.baseline.words)
+    baseline = _side(client, settings, req, settled.baseline, True, emit, "baseline")
+    if settled.candidate is None:
+        return Sides(baseline, baseline, settled.baseline.words)
+    candidate = _side(client, settings, req, settled.candidate, not req.no_llvm_rebuild,
+                      emit, "candidate")  # fmt: skip
+    return Sides(baseline, candidate, settled.baseline.words)
 
 
-def _baseline(client: Client, settings: Settings, req: BenchRequest, emit: Emit) -> ImageRecord:
-    if req.against and (req.against_llvm or req.against_toolchain or req.against_package):
-        raise UsageError("Give at most one of --against, --against-llvm, --against-toolchain "
-                         "and --against-package.")  # fmt: skip
-    if req.against:
-        image = engine.image(client, gromacs_ref(req.against))
+def _side(
+    client: Client, settings: Settings, req: BenchRequest, side: Side, rebuild: bool,
+    emit: Emit, name: str,
+) -> ImageRecord:  # fmt: skip
+    """One side's GROMACS build (or, for a kernel benchmark, its toolchain image)."""
+    if side.build:
+        image = engine.image(client, gromacs_ref(side.build))
         if image is None or label("build") not in image.labels:
             raise UserError(
-                f"--against {req.against}: no GROMACS image {gromacs_ref(req.against)} of this "
+                f"--against {side.build}: no GROMACS image {gromacs_ref(side.build)} of this "
                 "tool in the engine. `nox -s images` lists the builds there are."
             )
         return record_of(image)
-    against = _dev_build(
-        client, settings, req, req.against_llvm, req.against_package, req.against_toolchain,
-        True, emit, side="baseline",
-    )  # fmt: skip
-    if against is not None:
-        return against
-    emit(Step("GROMACS stable image"))
-    return build_gromacs(client, settings, "stable", emit=emit)
-
-
-def _dev_build(
-    client: Client, settings: Settings, req: BenchRequest, llvm: str | None, package: str | None,
-    toolchain: str | None, rebuild: bool, emit: Emit, side: str = "candidate",
-) -> ImageRecord | None:  # fmt: skip
-    """The dev image of one compiler (an LLVM commit, a package or a toolchain image)."""
-    if llvm:
-        emit(Step(f"{side}: LLVM toolchain at {llvm}"))
-    elif package:
-        emit(Step(f"{side}: toolchain image from {package}"))
+    if side.stable:
+        emit(Step("GROMACS stable image"))
+        return build_gromacs(client, settings, "stable", emit=emit)
+    if side.llvm_rev:
+        emit(Step(f"{name} ({side.words}): LLVM toolchain at {side.llvm_rev}"))
+    elif side.package:
+        emit(Step(f"{name}: toolchain image from {side.package}"))
     tag = toolchain_for(
-        client, settings, llvm=llvm, package=package, toolchain=toolchain, rebuild=rebuild,
-        emit=emit,
+        client, llvm_settings(settings, side), llvm=side.llvm_rev, package=side.package,
+        toolchain=side.toolchain, rebuild=rebuild, emit=emit,
     )  # fmt: skip
-    if tag is None:
-        return None
+    assert tag is not None, side
     if _kernel(settings, req):
         image = engine.image(client, tag)
         assert image is not None, tag
         record = ImageRecord.from_labels(tag, image.id, image.labels)
         return record.model_copy(update={"build": kernels.build_name(image, tag)})
-    emit(Step(f"{side}: GROMACS dev build with {tag}"))
+    emit(Step(f"{name}: GROMACS dev build with {tag}"))
     return build_gromacs(client, settings, "dev", toolchain_tag=tag, emit=emit)
-
-
-def runs(client: Client, settings: Settings, req: BenchRequest, sides: Sides, emit: Emit) -> Groups:
-    """Baseline and candidate, both measured now, in interleaved pairs (ABBA ABBA…).
-
-    Every bench measures its baseline again, in a group of its own tagged
-    `kernel-baseline-<candidate tag>` (so `compare` finds the pairs later): a stored
-    baseline is history, not the comparison, since a machine drifts between benches (with
-    each run 0.5 % slower than the last, reusing one gave 57 % false alarms at 7 runs).
-    The pairs run in counterbalanced order so a linear drift cancels; `--repeats auto`
-    adds pairs until the ns/day interval is within ± the threshold (`RepeatPlan`). A pair
-    with a run that shared the machine does not count (`results.busy`): it is measured
-    again, at most the plan's most extra pairs (`RepeatPlan.more_clean`).
-    """
-    baseline, candidate = sides.baseline, sides.candidate
-    plan = repeat_plan(req.repeats)
-    system = load_system(req.system, settings.recipes_dirs).name
-    default_tag = "aa" if candidate is baseline else "bench"
-    if candidate.llvm_commit:
-        default_tag = f"llvm-{candidate.llvm_commit}"
-    tag = req.tag or f"{default_tag}-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
-    base_tag = f"{store.BASELINE_TAG}-{tag}"
-    groups = Groups(
-        baseline=store.run_id(baseline.build or "", system, base_tag),
-        candidate=store.run_id(candidate.build or "", system, tag),
-    )
-    clean: tuple[list[float], list[float]] = ([], [])  # pairs whose runs had the host alone
-    left_out: list[int] = []  # the last batch's pairs with a run that shared the machine
-    how_many = str(plan.most) if not plan.adaptive else f"{plan.first}–{plan.most}"
-    executor = executor_for(client, settings)
-    while more := plan.more_clean(
-        *clean, ran=groups.pairs, threshold_pct=req.threshold_pct, alpha=req.alpha
-    ):
-        why = []
-        if left_out:
-            why.append(_left_out(left_out))
-        if len(clean[0]) >= 2:
-            width = ci_halfwidth_pct(*clean, alpha=req.alpha)
-            why.append(f"{len(clean[0])} clean pairs: the ns/day ratio is known to "
-                       f"±{width:.1f}%, wider than ±{req.threshold_pct:g}%")  # fmt: skip
-        if why:  # a line a batch at most: the console's length follows the pairs
-            emit(Step("; ".join(why) + f": {more} more pairs"))
-        batch: list[Job] = []
-        for _ in range(more):
-            groups.pairs += 1
-            order = [(baseline, base_tag, "baseline"), (candidate, tag, "candidate")]
-            of = f"of {how_many}" if groups.pairs <= plan.most else "(measured again)"
-            for image, group_tag, side in order if baseline_first(groups.pairs) else order[::-1]:
-                label = f"pair {groups.pairs} {of}, {side}: {image.build} on {system}"
-                run_tag = store.repeat_tag(group_tag, groups.pairs, plan.most)
-                request = _request(settings, image, system, run_tag, req)
-                folded = Folded(f"pair {groups.pairs} {of} on {system}", side, len(order))
-                batch.append(Job(label, request, folded=folded))
-        (ran,) = executor.run([batch], emit, stop_on_failure=True)
-        for result in ran:
-            if not result.finished:
-                raise UserError(
-                    f"Run {result.run_id} did not finish ({result.failure}); it is recorded as "
-                    f"unfinished in {settings.results_dir / result.run_id}. No verdict without it."
-                )
-            groups.results.append(result)
-        pairs = enumerate(zip(ran[::2], ran[1::2], strict=True), groups.pairs - more + 1)
-        left_out = [pair for pair, both in pairs if not _keep_clean(pair, both, clean)]
-    if left_out:
-        spent = groups.pairs >= 2 * plan.most
-        emit(Step(_left_out(left_out) + (
-            f", not measured again: the budget of {plan.most} extra pairs is spent" if spent
-            else "")))  # fmt: skip
-    return groups
-
-
-def _keep_clean(
-    pair: int, runs_of_pair: tuple[RunResult, RunResult], clean: tuple[list[float], list[float]]
-) -> bool:
-    """Add a pair's values to the clean ones; False when a run of it shared the machine
-    (`results.busy`): it measured its neighbours too, so the pair is left out (and
-    measured again while the plan's budget of extra pairs lasts, `RepeatPlan.more_clean`)."""
-    if any(r.noise and r.noise.shared for r in runs_of_pair):
-        return False
-    base_run, cand_run = runs_of_pair if baseline_first(pair) else runs_of_pair[::-1]
-    clean[0].append(base_run.headline_value() or 0.0)
-    clean[1].append(cand_run.headline_value() or 0.0)
-    return True
-
-
-def _left_out(pairs: list[int]) -> str:
-    """`pairs 2, 5 shared the machine: left out of the verdict` (`pair 3` for one)."""
-    which = f"pair {pairs[0]}" if len(pairs) == 1 else "pairs " + ", ".join(map(str, pairs))
-    return f"{which} shared the machine: left out of the verdict"
-
-
-def _request(
-    settings: Settings, image: ImageRecord, system: str, tag: str, req: BenchRequest
-) -> runner.RunRequest:  # fmt: skip
-    return runner.RunRequest(
-        build=image.tag if _kernel(settings, req) else image.build or "", system=system, tag=tag,
-        profile=req.profile or get(image.platform or "cpu").default_profile(image.rocm_stack),
-        mdrun_args=req.mdrun_args, steps=req.steps, llvm_commit=image.llvm_commit,
-        cpu_only=req.cpu_only,
-    )  # fmt: skip
 
 
 def diff(

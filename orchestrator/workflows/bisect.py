@@ -49,8 +49,10 @@ from orchestrator.runs.database import Database, bisect_steps, bisects, group_of
 from orchestrator.runs.kernel_recipe import ResolvedKernel
 from orchestrator.runs.recipe import load_system
 from orchestrator.workflows.bench import BenchRequest, bench
+from orchestrator.workflows.bench_plan import check_numbers
 from orchestrator.workflows.build import toolchain_for
 from orchestrator.workflows.codegen import image_codegen
+from orchestrator.workflows.placement import AUTO
 
 
 @dataclass
@@ -106,6 +108,9 @@ def bisect(
     client: Client, settings: Settings, req: BisectRequest, emit: Emit = ignore
 ) -> BisectOutcome:
     """Bisect `good..bad` in `settings.llvm_source`; every step lands in the database."""
+    check_numbers(steps=req.steps, threshold_pct=req.threshold_pct, alpha=req.alpha)
+    if req.system != AUTO:
+        load_system(req.system, settings.recipes_dirs)  # an unknown system names the known
     source = _checkout(settings.llvm_source)
     pairs = even_pairs(req.repeats)
     if pairs != req.repeats:

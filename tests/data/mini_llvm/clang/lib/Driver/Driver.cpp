@@ -176,6 +176,11 @@ int run(int argc, char **argv) {
           Args.push_back("-Xarch_host");
           Args.push_back(Flag);
         }
+      if (!C.HostOnly)
+        for (const std::string &Flag : extraCommonDeviceFlags()) {
+          Args.push_back("-Xarch_device");
+          Args.push_back(Flag);
+        }
       if (!C.HostOnly && deviceFlagsApply(C))
         for (const std::string &Flag : extraDeviceFlags()) {
           Args.push_back("-Xarch_device");

@@ -4,7 +4,8 @@
 // is one argument. Host flags go to host compilations (as -Xarch_host <flag> in a
 // HIP/CUDA compilation), device flags to the device side only (-Xarch_device <flag>),
 // of every HIP/CUDA compilation or, when device units are named, of those whose input
-// path contains one of them.
+// path contains one of them. Common device flags go to every HIP/CUDA compilation
+// whatever the units (a compiler that already differs everywhere, changed in one unit).
 //
 //===----------------------------------------------------------------------===//
 #ifndef CLANG_DRIVER_EXTRAFLAGS_H
@@ -18,6 +19,7 @@ namespace driver {
 const std::vector<std::string> &extraHostFlags();
 const std::vector<std::string> &extraDeviceFlags();
 const std::vector<std::string> &extraDeviceUnits();
+const std::vector<std::string> &extraCommonDeviceFlags();
 } // namespace driver
 } // namespace clang
 

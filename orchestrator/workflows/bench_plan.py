@@ -1,0 +1,340 @@
+"""What a bench compares and runs, settled before anything is built.
+
+`settle` checks every option and resolves both sides' compilers (commits through git,
+no engine) in seconds, so a typo stops the bench before an hour of building, never
+after. By default a change is measured against the same LLVM without it: a commit
+against its first parent, a working tree with edits against its `HEAD` (as rustc-perf
+and the LLVM compile-time tracker compare); two different compilers differ in every
+kernel, which would bury the patch under what they always differ in. `plan` is what
+`--dry-run` prints: each image built or reused, the runs, and how long each should take
+from what this machine stored before.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from orchestrator.core.engine import Client
+from orchestrator.core.errors import UsageError, UserError
+from orchestrator.core.settings import Settings
+from orchestrator.images.catalog import list_images
+from orchestrator.images.gitsource import ResolvedCommit, base_of, is_url
+from orchestrator.images.gromacs import DEV_CURRENT
+from orchestrator.images.provenance import ImageRecord, Lockfile, load_lockfile
+from orchestrator.images.toolchain_llvm import llvm_tag, resolve_llvm
+from orchestrator.platforms import active
+from orchestrator.platforms.base import ProfileMode
+from orchestrator.results.paired import MIN_PAIRS, repeat_plan
+from orchestrator.runs.recipe import load_system
+from orchestrator.runs.runner import check_limits
+from orchestrator.runs.store import RunStore
+from orchestrator.workflows.placement import AUTO
+
+
+@dataclass
+class BenchRequest:
+    """The candidate's compiler (at most one of `llvm`, `toolchain`, `package`; none: A/A),
+    the baseline's (`against_*`, or a built image `against`; none: the stable image), and
+    how to run and judge them."""
+
+    llvm: str | None = None
+    toolchain: str | None = None
+    package: str | None = None
+    against_llvm: str | None = None
+    against_toolchain: str | None = None
+    against_package: str | None = None
+    against: str | None = None
+    cpu_only: bool = False
+    system: str | None = None
+    tag: str | None = None
+    steps: int | None = None
+    #: Interleaved pairs: a number, "auto" or "auto:MAX" (`results.paired.repeat_plan`).
+    repeats: int | str = "auto"
+    no_llvm_rebuild: bool = False
+    no_gmx_rebuild: bool = False
+    #: None: the kernel trace where the image's stack has a profiler, else none.
+    profile: ProfileMode | None = None
+    mdrun_args: list[str] = field(default_factory=list)
+    threshold_pct: float = 2.0
+    alpha: float = 0.05
+    #: Measure even when no kernel changed (the codegen diff finds nothing to measure).
+    measure_anyway: bool = False
+    #: Print the plan (images built or reused, runs, estimated times); build nothing.
+    dry_run: bool = False
+
+
+#: `--against stable`: the stable image (the vendor compiler), today's "dev vs stable".
+STABLE = "stable"
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side's compiler: an LLVM revision in a source, a package, a toolchain image or
+    an existing GROMACS build; none of them: the stable image."""
+
+    words: str  # how the headline names it: `parent 1a2b3c4d`, `HEAD 1a2b3c4d`, `stable`
+    llvm: ResolvedCommit | None = None
+    llvm_source: str | None = None  # where `llvm_rev` resolves: both sides share a workspace
+    llvm_rev: str | None = None
+    package: str | None = None
+    toolchain: str | None = None
+    build: str | None = None
+
+    @property
+    def stable(self) -> bool:
+        return not (self.llvm_rev or self.package or self.toolchain or self.build)
+
+
+@dataclass(frozen=True)
+class Settled:
+    """A checked request, its two sides, and what was adjusted (said before the runs)."""
+
+    request: BenchRequest
+    baseline: Side
+    candidate: Side | None  # None: the baseline against itself (A/A, the noise floor)
+    notes: list[str] = field(default_factory=list)
+
+
+def check_numbers(
+    *, steps: int | None = None, threshold_pct: float | None = None, alpha: float | None = None
+) -> None:
+    """Steps, marker threshold and significance level, each refused with its fix: a
+    negative step count would run mdrun for ever, and an alpha outside (0, 1) or a
+    negative threshold would fail only after every pair ran."""
+    check_limits(steps=steps)
+    if threshold_pct is not None and not (math.isfinite(threshold_pct) and threshold_pct >= 0):
+        raise UsageError(f"--threshold {threshold_pct:g}: give a percentage of 0 or more "
+                         "(2 means a marker needs a change beyond 2%).")  # fmt: skip
+    if alpha is not None and not 0 < alpha < 1:
+        raise UsageError(f"--alpha {alpha:g}: the significance level lies between 0 and 1 "
+                         "(0.05 is usual).")  # fmt: skip
+
+
+def check_options(req: BenchRequest) -> tuple[BenchRequest, list[str]]:
+    """Every number and exclusive choice of `req`, with each fix said; pairs raised to
+    what a verdict needs and to an even count (ABBA order cancels a linear drift only
+    over an even number of pairs, as in bisect)."""
+    compilers = [f"--{n}" for n in ("llvm", "toolchain", "package") if getattr(req, n)]
+    if len(compilers) > 1:
+        raise UsageError(f"Give at most one of --llvm, --toolchain and --package (got "
+                         f"{' and '.join(compilers)}): they name the candidate's "
+                         "compiler.")  # fmt: skip
+    names = ("against", "against_llvm", "against_toolchain", "against_package")
+    bases = [f"--{n.replace('_', '-')}" for n in names if getattr(req, n)]
+    if len(bases) > 1:
+        raise UsageError(f"Give at most one of --against, --against-llvm, --against-toolchain "
+                         f"and --against-package (got {' and '.join(bases)}): they name the "
+                         "baseline.")  # fmt: skip
+    check_numbers(steps=req.steps, threshold_pct=req.threshold_pct, alpha=req.alpha)
+    plan = repeat_plan(req.repeats)  # a bad --repeats says what it takes
+    notes = []
+    if not plan.adaptive and (plan.most < MIN_PAIRS or plan.most % 2):
+        pairs = max(MIN_PAIRS, plan.most)
+        pairs += pairs % 2
+        why = f"a verdict needs at least {MIN_PAIRS} pairs"
+        if plan.most >= MIN_PAIRS:
+            why = "ABBA order cancels a linear drift only over an even number of pairs"
+        notes.append(f"--repeats {req.repeats}: {pairs} pairs instead ({why})")
+        req = replace(req, repeats=pairs)
+    return req, notes
+
+
+def settle(settings: Settings, req: BenchRequest) -> Settled:
+    """`req` checked and both sides resolved, without the engine: a mistake in any option,
+    system or commit is a `UsageError` in seconds, before anything is built."""
+    req, notes = check_options(req)
+    if req.system != AUTO:
+        load_system(req.system, settings.recipes_dirs)  # an unknown system names the known
+    candidate: Side | None = None
+    if req.llvm:
+        commit = resolve_llvm(settings, req.llvm)
+        candidate = Side(f"LLVM {commit.label}", commit, commit.source if not is_url(
+            commit.source) else settings.llvm_source, req.llvm)  # fmt: skip
+    elif req.toolchain:
+        candidate = Side(req.toolchain, toolchain=req.toolchain)
+    elif req.package:
+        candidate = Side(req.package, package=req.package)
+    return Settled(req, _baseline(settings, req, candidate), candidate, notes)
+
+
+def _baseline(settings: Settings, req: BenchRequest, candidate: Side | None) -> Side:
+    if req.against == STABLE:
+        return Side(STABLE)
+    if req.against:
+        return Side(req.against, build=req.against)
+    if req.against_toolchain:
+        return Side(req.against_toolchain, toolchain=req.against_toolchain)
+    if req.against_package:
+        return Side(req.against_package, package=req.against_package)
+    local = candidate is not None and candidate.llvm is not None and not is_url(
+        candidate.llvm.source)  # fmt: skip
+    source = candidate.llvm.source if local and candidate and candidate.llvm else None
+    if req.against_llvm:  # in the candidate's checkout when it has one: one workspace
+        lookup = settings.model_copy(update={"llvm_source": source}) if source else settings
+        commit = resolve_llvm(lookup, req.against_llvm)
+        return Side(f"LLVM {commit.label}", commit, source or settings.llvm_source,
+                    req.against_llvm)  # fmt: skip
+    if candidate is None or candidate.llvm is None:
+        return Side(STABLE)  # A/A, or a package or toolchain: no parent to speak of
+    base = base_of(candidate.llvm)
+    how = "HEAD" if candidate.llvm.dirty else "parent"
+    return Side(f"{how} {base.short}", base, base.source, base.full)
+
+
+def llvm_settings(settings: Settings, side: Side) -> Settings:
+    """The settings that resolve `side.llvm_rev` where the side was resolved."""
+    if side.llvm_source is None or side.llvm_source == settings.llvm_source:
+        return settings
+    return settings.model_copy(update={"llvm_source": side.llvm_source})
+
+
+# --- the plan (`--dry-run`) ----------------------------------------------------------
+
+
+@dataclass
+class PlanLine:
+    """One thing the bench does: its words and its estimated seconds (None: unknown)."""
+
+    what: str
+    seconds: float | None
+    basis: str  # where the estimate comes from, or why there is none
+
+
+def plan(client: Client, settings: Settings, settled: Settled) -> list[PlanLine]:
+    """Images to build or reuse and the runs, each with an estimate from this machine's
+    stored builds (lockfiles) and runs; nothing is built or started."""
+    records = list_images(client, ("gromacs", "toolchain"))
+    locks = _lockfiles(settings.results_dir)
+    lines = []
+    sides = [("baseline", settled.baseline)]
+    if settled.candidate is not None:
+        sides.append(("candidate", settled.candidate))
+    for name, side in sides:
+        lines.extend(_side_lines(settings, name, side, records, locks))
+    lines.append(_runs_line(settings, settled))
+    return lines
+
+
+def _side_lines(
+    settings: Settings, name: str, side: Side, records: list[ImageRecord], locks: list[Lockfile]
+) -> list[PlanLine]:
+    platform = active(settings).name
+    mine = [r for r in records if r.platform == platform and r.tag != DEV_CURRENT]
+    if side.build:
+        found = [r for r in mine if r.build == side.build or r.tag == side.build]
+        if not found:
+            raise UsageError(f"--against {side.build}: no GROMACS build of that name here; "
+                             "`nox -s images` lists those there are.")  # fmt: skip
+        return [PlanLine(f"{name} ({side.words}): reuse {found[0].tag}", 0.0, "exists")]
+    if side.stable:
+        stable = [r for r in mine if r.kind == "gromacs" and (r.build or "").startswith("stable")]
+        if stable:
+            return [PlanLine(f"{name} (stable): reuse {stable[0].tag}", 0.0, "exists")]
+        return [PlanLine(f"{name} (stable): build GROMACS with the vendor compiler",
+                         *_estimate(locks, platform, "stable"))]  # fmt: skip
+    lines = []
+    tag = side.toolchain
+    if side.llvm is not None:
+        tag = llvm_tag(llvm_settings(settings, side), side.llvm)
+        if any(r.tag == tag for r in records):
+            lines.append(PlanLine(f"{name} ({side.words}): reuse toolchain {tag}", 0.0, "exists"))
+        else:
+            lines.append(PlanLine(f"{name} ({side.words}): build LLVM {side.llvm.label} in the "
+                                  "workspace", None, "hours the first time, minutes after a "
+                                  "one-file edit"))  # fmt: skip
+    elif side.package:
+        lines.append(PlanLine(f"{name} ({side.words}): toolchain image from the package",
+                              None, "a package install: minutes"))  # fmt: skip
+    built = [r for r in mine if r.kind == "gromacs" and tag and r.toolchain == tag]
+    if built:
+        lines.append(PlanLine(f"{name}: reuse {built[0].tag}", 0.0, "exists"))
+    else:
+        lines.append(PlanLine(f"{name}: GROMACS dev build from the compile cache",
+                              *_estimate(locks, platform, "dev")))  # fmt: skip
+    return lines
+
+
+def _lockfiles(results_dir: Path) -> list[Lockfile]:
+    out = []
+    for path in sorted((results_dir / "images").glob("*.lock.json")):
+        try:
+            out.append(load_lockfile(path))
+        except UserError:  # a damaged lockfile only loses an estimate
+            continue
+    return out
+
+
+def _estimate(locks: list[Lockfile], platform: str, flavor: str) -> tuple[float | None, str]:
+    """The median of this machine's stored GROMACS builds of the same kind."""
+    seconds = [
+        lock.build_seconds for lock in locks
+        if lock.build_seconds and lock.record.platform == platform
+        and (lock.record.build or "").startswith(flavor)
+    ]  # fmt: skip
+    if not seconds:
+        return None, "no estimate: never built here"
+    return statistics.median(seconds), f"median of {len(seconds)} stored builds"
+
+
+def _runs_line(settings: Settings, settled: Settled) -> PlanLine:
+    req = settled.request
+    rp = repeat_plan(req.repeats)
+    pairs = f"{rp.first}" if not rp.adaptive else f"{rp.first}–{rp.most}"
+    if req.system == AUTO:
+        return PlanLine(f"{pairs} interleaved pairs on the system --system auto picks", None,
+                        "no estimate: the system is picked after the codegen diff")  # fmt: skip
+    system = load_system(req.system, settings.recipes_dirs).name
+    what = f"{pairs} interleaved pairs ({2 * rp.first}"
+    what += f"–{2 * rp.most}" if rp.adaptive else ""
+    what += f" runs) on {system}"
+    each = run_seconds(settings, system, req.steps)
+    if each is None:
+        return PlanLine(what, None, "no estimate: never run here")
+    seconds, basis = each
+    if rp.adaptive:
+        basis += f"; up to {2 * rp.most * seconds / 60:.0f} min if every pair is needed"
+    return PlanLine(what, 2 * rp.first * seconds, basis)
+
+
+def run_seconds(settings: Settings, system: str, steps: int | None) -> tuple[float, str] | None:
+    """A run's seconds on `system` here: the median of stored finished runs, those with
+    the same steps when there are any."""
+    store = RunStore(settings.results_dir)
+    done = []
+    for path in store.runs():
+        try:
+            result = store.load(path)
+        except UserError:  # an unreadable record only loses an estimate
+            continue
+        if result.system == system and result.finished and result.duration_seconds:
+            done.append(result)
+    same = [r for r in done if steps is None or r.steps == steps] or done
+    if not same:
+        return None
+    each = statistics.median(r.duration_seconds or 0.0 for r in same)
+    return each, f"{each:.0f} s a run, the median of {len(same)} stored runs"
+
+
+def plan_text(lines: list[PlanLine]) -> str:
+    """The plan as `--dry-run` prints it, with the total of what has an estimate."""
+    out = []
+    for line in lines:
+        when = "—" if line.seconds is None else duration(line.seconds)
+        out.append(f"  {line.what}: {when} ({line.basis})")
+    known = [line.seconds for line in lines if line.seconds is not None]
+    unknown = sum(line.seconds is None for line in lines)
+    total = f"total: {duration(sum(known))}"
+    if unknown:
+        total += f" and {unknown} step{'s' if unknown > 1 else ''} with no estimate"
+    return "\n".join(["plan (nothing is built or run):", *out, total])
+
+
+def duration(seconds: float) -> str:
+    if seconds == 0:
+        return "0 s"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min"

@@ -1,0 +1,148 @@
+"""Both sides of a bench measured now, in interleaved pairs (ABBA ABBA…), until the
+verdict is precise enough or the plan's pairs are spent; a pair that shared the machine
+is left out and measured again."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from orchestrator.core.engine import Client
+from orchestrator.core.errors import UserError
+from orchestrator.core.events import Emit, Folded, Step
+from orchestrator.core.settings import Settings
+from orchestrator.images.provenance import ImageRecord
+from orchestrator.platforms import get
+from orchestrator.results.paired import RepeatPlan, baseline_first, ci_halfwidth_pct, repeat_plan
+from orchestrator.runs import runner, store
+from orchestrator.runs.executors import Job, executor_for
+from orchestrator.runs.recipe import load_system
+from orchestrator.runs.store import RunResult
+from orchestrator.workflows.bench_plan import BenchRequest, duration, run_seconds
+
+
+@dataclass
+class Groups:
+    """What `runs` left: the run groups to compare, and what running them cost."""
+
+    baseline: str
+    candidate: str
+    results: list[RunResult] = field(default_factory=list)
+    pairs: int = 0
+
+
+def run_pairs(
+    client: Client, settings: Settings, req: BenchRequest, baseline: ImageRecord,
+    candidate: ImageRecord, kernel: bool, emit: Emit,
+) -> Groups:  # fmt: skip
+    """Baseline and candidate, both measured now, in interleaved pairs (ABBA ABBA…).
+
+    Every bench measures its baseline again, in a group of its own tagged
+    `kernel-baseline-<candidate tag>` (so `compare` finds the pairs later): a stored
+    baseline is history, not the comparison, since a machine drifts between benches (with
+    each run 0.5 % slower than the last, reusing one gave 57 % false alarms at 7 runs).
+    The pairs run in counterbalanced order so a linear drift cancels; `--repeats auto`
+    adds pairs until the ns/day interval is within ± the threshold (`RepeatPlan`). A pair
+    with a run that shared the machine does not count (`results.busy`): it is measured
+    again, at most the plan's most extra pairs (`RepeatPlan.more_clean`).
+    """
+    plan = repeat_plan(req.repeats)
+    system = load_system(req.system, settings.recipes_dirs).name
+    default_tag = "aa" if candidate is baseline else "bench"
+    if candidate.llvm_commit:
+        default_tag = f"llvm-{candidate.llvm_commit}"
+    tag = req.tag or f"{default_tag}-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
+    base_tag = f"{store.BASELINE_TAG}-{tag}"
+    groups = Groups(
+        baseline=store.run_id(baseline.build or "", system, base_tag),
+        candidate=store.run_id(candidate.build or "", system, tag),
+    )
+    clean: tuple[list[float], list[float]] = ([], [])  # pairs whose runs had the host alone
+    left_out: list[int] = []  # the last batch's pairs with a run that shared the machine
+    how_many = str(plan.most) if not plan.adaptive else f"{plan.first}–{plan.most}"
+    executor = executor_for(client, settings)
+    emit(Step(_expected(settings, system, req.steps, plan)))
+    while more := plan.more_clean(
+        *clean, ran=groups.pairs, threshold_pct=req.threshold_pct, alpha=req.alpha
+    ):
+        why = []
+        if left_out:
+            why.append(_left_out(left_out))
+        if len(clean[0]) >= 2:
+            width = ci_halfwidth_pct(*clean, alpha=req.alpha)
+            why.append(f"{len(clean[0])} clean pairs: the ns/day ratio is known to "
+                       f"±{width:.1f}%, wider than ±{req.threshold_pct:g}%")  # fmt: skip
+        if why:  # a line a batch at most: the console's length follows the pairs
+            emit(Step("; ".join(why) + f": {more} more pairs"))
+        batch: list[Job] = []
+        for _ in range(more):
+            groups.pairs += 1
+            order = [(baseline, base_tag, "baseline"), (candidate, tag, "candidate")]
+            of = f"of {how_many}" if groups.pairs <= plan.most else "(measured again)"
+            for image, group_tag, side in order if baseline_first(groups.pairs) else order[::-1]:
+                label = f"pair {groups.pairs} {of}, {side}: {image.build} on {system}"
+                run_tag = store.repeat_tag(group_tag, groups.pairs, plan.most)
+                request = _request(image, system, run_tag, req, kernel)
+                folded = Folded(f"pair {groups.pairs} {of} on {system}", side, len(order))
+                batch.append(Job(label, request, folded=folded))
+        (ran,) = executor.run([batch], emit, stop_on_failure=True)
+        for result in ran:
+            if not result.finished:
+                raise UserError(
+                    f"Run {result.run_id} did not finish ({result.failure}); it is recorded as "
+                    f"unfinished in {settings.results_dir / result.run_id}. No verdict without it."
+                )
+            groups.results.append(result)
+        pairs = enumerate(zip(ran[::2], ran[1::2], strict=True), groups.pairs - more + 1)
+        left_out = [pair for pair, both in pairs if not _keep_clean(pair, both, clean)]
+    if left_out:
+        spent = groups.pairs >= 2 * plan.most
+        emit(Step(_left_out(left_out) + (
+            f", not measured again: the budget of {plan.most} extra pairs is spent" if spent
+            else "")))  # fmt: skip
+    return groups
+
+
+def _expected(settings: Settings, system: str, steps: int | None, plan: RepeatPlan) -> str:
+    """What the runs will take, said before they start: from this machine's stored runs."""
+    runs = f"{2 * plan.first}" + (f"–{2 * plan.most}" if plan.adaptive else "")
+    known = run_seconds(settings, system, steps)
+    if known is None:
+        return f"{runs} runs on {system}: no estimate (never run here)"
+    each, basis = known
+    span = duration(2 * plan.first * each)
+    if plan.adaptive:
+        span += f"–{duration(2 * plan.most * each)}"
+    return f"{runs} runs on {system}: about {span} ({basis})"
+
+
+def _keep_clean(
+    pair: int, runs_of_pair: tuple[RunResult, RunResult], clean: tuple[list[float], list[float]]
+) -> bool:
+    """Add a pair's values to the clean ones; False when a run of it shared the machine
+    (`results.busy`): it measured its neighbours too, so the pair is left out (and
+    measured again while the plan's budget of extra pairs lasts, `RepeatPlan.more_clean`)."""
+    if any(r.noise and r.noise.shared for r in runs_of_pair):
+        return False
+    base_run, cand_run = runs_of_pair if baseline_first(pair) else runs_of_pair[::-1]
+    clean[0].append(base_run.headline_value() or 0.0)
+    clean[1].append(cand_run.headline_value() or 0.0)
+    return True
+
+
+def _left_out(pairs: list[int]) -> str:
+    """`pairs 2, 5 shared the machine: left out of the verdict` (`pair 3` for one)."""
+    which = f"pair {pairs[0]}" if len(pairs) == 1 else "pairs " + ", ".join(map(str, pairs))
+    return f"{which} shared the machine: left out of the verdict"
+
+
+def _request(
+    image: ImageRecord, system: str, tag: str, req: BenchRequest, kernel: bool
+) -> runner.RunRequest:  # fmt: skip
+    """A kernel benchmark runs a toolchain image (by tag); mdrun a GROMACS build."""
+    return runner.RunRequest(
+        build=image.tag if kernel else image.build or "", system=system, tag=tag,
+        profile=req.profile or get(image.platform or "cpu").default_profile(image.rocm_stack),
+        mdrun_args=req.mdrun_args, steps=req.steps, llvm_commit=image.llvm_commit,
+        cpu_only=req.cpu_only,
+    )  # fmt: skip

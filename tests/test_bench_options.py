@@ -1,0 +1,135 @@
+"""Every mistake in a bench's options is said in seconds, before anything is built.
+
+`bench` runs as a user's shell runs it, with `DOCKER_HOST` pointing at no engine: an
+option checked after the engine is asked (let alone after a build) would fail with the
+engine's error instead of its own. The base of a comparison (a commit's parent, a working
+tree's `HEAD`) is resolved in a real git repository.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from mini_llvm import make_mini_llvm
+
+from orchestrator.core.errors import UsageError
+from orchestrator.core.settings import load_settings
+from orchestrator.images.gitsource import ResolvedCommit, base_of, resolve_commit
+from orchestrator.workflows.bench_plan import BenchRequest, check_options, settle
+
+REPO = Path(__file__).resolve().parent.parent
+#: What a user would wait for, at most, to hear about a typo.
+QUICK = 10.0
+
+
+@pytest.fixture(scope="module")
+def llvm(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small llvm-project with two commits (the second changes a device flag)."""
+    repo = make_mini_llvm(tmp_path_factory.mktemp("typo") / "llvm-project")
+    repo.commit("second", device_flags=["-fno-unroll-loops"])
+    return repo.path
+
+
+def bench(llvm: Path, tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
+    env = {
+        **os.environ, "DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock",
+        "ORCH_RESULTS_DIR": str(tmp_path / "results"), "ORCH_LLVM_SOURCE": str(llvm),
+    }  # fmt: skip
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "bench", *args],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    return proc, time.monotonic() - started
+
+
+TYPOS = [
+    (["--system", "watr"], "Unknown system 'watr'. Known systems: "),
+    (["--alpha", "2"], "--alpha 2: the significance level lies between 0 and 1"),
+    (["--alpha", "0"], "--alpha 0: the significance level lies between 0 and 1"),
+    (["--threshold", "-1"], "--threshold -1: give a percentage of 0 or more"),
+    (["--threshold", "nan"], "--threshold nan: give a percentage of 0 or more"),
+    (["--steps", "-1"], "--steps -1: give a positive number of MD steps"),
+    (["--steps", "0"], "--steps 0: give a positive number of MD steps"),
+    (["--repeats", "x"], "--repeats 'x' is not understood"),
+    (["--repeats", "auto:4"], "--repeats 'auto:4' is not understood"),
+    (["--llvm", "HEAD", "--package", "clang-16"], "Give at most one of --llvm, --toolchain"),
+    (["--against", "stable", "--against-llvm", "HEAD"], "Give at most one of --against,"),
+    (["--llvm", "no-such-commit"], "Commit 'no-such-commit' is not in the LLVM repository"),
+    (["--llvm", "HEAD~1"], "is the first commit of"),
+    (["--llvm", "HEAD", "--against-llvm", "nope"], "Commit 'nope' is not in the LLVM repository"),
+    (["--gpu-arch", "gfx9x"], "--gpu-arch 'gfx9x'"),
+    (["--executor", "lokal"], "argument --executor: invalid choice: 'lokal'"),
+    (["--steps", "ten"], "argument --steps: invalid int value: 'ten'"),
+]
+
+
+@pytest.mark.parametrize(("args", "said"), TYPOS, ids=[" ".join(a) for a, _ in TYPOS])
+def test_a_typo_fails_in_seconds_before_the_engine_is_asked(
+    llvm: Path, tmp_path: Path, args: list[str], said: str
+) -> None:
+    proc, seconds = bench(llvm, tmp_path, *args)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert said in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and "No Docker Engine" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr  # one paragraph
+    assert seconds < QUICK, seconds
+    assert not (tmp_path / "results" / "images").exists()  # nothing built, nothing recorded
+
+
+def test_a_dry_run_needs_the_engine_only_to_look(llvm: Path, tmp_path: Path) -> None:
+    """`--dry-run` checks everything first too, then asks the engine what exists."""
+    proc, _ = bench(llvm, tmp_path, "--llvm", "HEAD", "--dry-run")
+    assert proc.returncode == 1 and "No Docker Engine answers at unix://" in proc.stderr
+
+
+def test_pairs_are_raised_to_what_a_verdict_needs_and_made_even() -> None:
+    for given, pairs in ((1, 4), (2, 4), (3, 4), (5, 6), (4, 4)):
+        req, notes = check_options(BenchRequest(repeats=given))
+        assert req.repeats == pairs
+        assert bool(notes) == (given != pairs), notes
+    req, notes = check_options(BenchRequest(repeats=1))
+    assert notes == ["--repeats 1: 4 pairs instead (a verdict needs at least 3 pairs)"]
+    req, notes = check_options(BenchRequest(repeats=5))
+    assert "ABBA order" in notes[0]
+    assert check_options(BenchRequest(repeats="auto"))[0].repeats == "auto"
+
+
+def test_a_commit_is_measured_against_its_parent_and_a_dirty_tree_against_head(
+    llvm: Path, tmp_path: Path
+) -> None:
+    settings = load_settings(llvm_source=str(llvm), results_dir=tmp_path)
+    head = resolve_commit(str(llvm), "HEAD")
+    parent = resolve_commit(str(llvm), "HEAD~1")
+    settled = settle(settings, BenchRequest(llvm="HEAD"))
+    assert settled.baseline.llvm == parent and settled.baseline.words == f"parent {parent.short}"
+    assert settled.candidate is not None and settled.candidate.words == f"LLVM {head.short}"
+    clean = settle(settings, BenchRequest(llvm=str(llvm)))  # a clean tree is its HEAD commit
+    assert clean.baseline.words == f"parent {parent.short}"
+    (llvm / "new.cpp").write_text("// untracked: part of the change\n")
+    try:
+        dirty = settle(settings, BenchRequest(llvm=str(llvm)))
+    finally:
+        (llvm / "new.cpp").unlink()
+    assert dirty.candidate is not None and dirty.candidate.llvm is not None
+    assert dirty.candidate.llvm.dirty and dirty.baseline.words == f"HEAD {head.short}"
+    assert dirty.baseline.llvm is not None and not dirty.baseline.llvm.dirty
+    assert dirty.baseline.llvm.full == head.full and dirty.baseline.llvm_source == str(llvm)
+    other = settle(settings, BenchRequest(llvm="HEAD", against="stable"))
+    assert other.baseline.stable and other.baseline.words == "stable"
+    named = settle(settings, BenchRequest(llvm="HEAD", against_llvm="HEAD"))
+    assert named.baseline.llvm == head
+    aa = settle(settings, BenchRequest())
+    assert aa.candidate is None and aa.baseline.stable
+
+
+def test_a_url_source_has_no_parent_to_find() -> None:
+    remote = ResolvedCommit(source="https://example.invalid/llvm-project.git", full="a" * 40,
+                            short="aaaaaaaa", dirty=False, label="aaaaaaaa")  # fmt: skip
+    with pytest.raises(UsageError, match=r"cannot be known without a clone.*--against-llvm"):
+        base_of(remote)
