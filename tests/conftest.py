@@ -388,7 +388,9 @@ def chromium() -> Iterator[Any]:
     if binary is None or driver_path is None:
         message = "Debian's chromium and chromium-driver are not installed"
         if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message + ": .ci/setup-host installs them; the browser test must run in CI")
+            pytest.fail(
+                message + ": .ci/setup-tests installs them; the browser test must run in CI"
+            )
         pytest.skip(message)
     try:
         from selenium import webdriver

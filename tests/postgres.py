@@ -35,7 +35,7 @@ def _as_server_user(args: list[str]) -> list[str]:
 def server() -> Iterator[str]:
     """Start a server; yields the URL of its maintenance database."""
     bindir = server_bin()
-    assert bindir is not None, "PostgreSQL is not installed (.ci/setup-host installs it)"
+    assert bindir is not None, "PostgreSQL is not installed (.ci/setup-tests installs it)"
     top = Path(tempfile.mkdtemp(prefix="gmxbench-pg-"))
     data, sock = top / "data", top / "sock"
     sock.mkdir()

@@ -86,7 +86,7 @@ def require() -> None:
     absent = missing_binaries()
     if not absent:
         return
-    message = f"SLURM is not installed: no {', '.join(absent)} (.ci/setup-host installs them)"
+    message = f"SLURM is not installed: no {', '.join(absent)} (.ci/setup-tests installs them)"
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(message + ": the SLURM tests must run in CI")
     pytest.skip(message)

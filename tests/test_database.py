@@ -33,7 +33,7 @@ LOG = Path(__file__).parent / "data" / "mdlog" / "water-2022.5.log"
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[str]:
     if postgres.server_bin() is None:
-        message = "Debian's postgresql package is not installed (.ci/setup-host installs it)"
+        message = "Debian's postgresql package is not installed (.ci/setup-tests installs it)"
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(message + ": the database tests must run against PostgreSQL in CI")
         pytest.skip(message)

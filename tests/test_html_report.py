@@ -1,7 +1,7 @@
 """`report --html`: the page's structure offline, then drawn by a real headless Chromium.
 
 The browser test fails (not skips) when CI=true and Debian's chromium/chromedriver are
-missing: `.ci/setup-host` installs them.
+missing: `.ci/setup-tests` installs them.
 """
 
 from __future__ import annotations
