@@ -36,13 +36,20 @@ def llvm(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def bench(llvm: Path, tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
+    return command(llvm, tmp_path, "bench", *args)
+
+
+def command(
+    llvm: Path, tmp_path: Path, *args: str
+) -> tuple[subprocess.CompletedProcess[str], float]:
+    """`python -m orchestrator <args>` with no engine answering, as a user's shell runs it."""
     env = {
         **os.environ, "DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock",
         "ORCH_RESULTS_DIR": str(tmp_path / "results"), "ORCH_LLVM_SOURCE": str(llvm),
     }  # fmt: skip
     started = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "orchestrator", "bench", *args],
+        [sys.executable, "-m", "orchestrator", *args],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     return proc, time.monotonic() - started
@@ -80,6 +87,41 @@ def test_a_typo_fails_in_seconds_before_the_engine_is_asked(
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr  # one paragraph
     assert seconds < QUICK, seconds
     assert not (tmp_path / "results" / "images").exists()  # nothing built, nothing recorded
+
+
+BISECT_TYPOS = [
+    (["--alpha", "1.5"], "--alpha 1.5: the significance level lies between 0 and 1"),
+    (["--steps", "0"], "--steps 0: give a positive number of MD steps"),
+    (["--system", "watr"], "Unknown system 'watr'"),
+    (["--good", "HEAD", "--bad", "HEAD~1"], "is not an ancestor of --bad"),
+    (["--good", "nope"], "'nope' is not a commit in"),
+]
+
+
+@pytest.mark.parametrize(("args", "said"), BISECT_TYPOS, ids=[" ".join(a) for a, _ in BISECT_TYPOS])
+def test_a_bisect_typo_fails_in_seconds_before_the_engine_is_asked(
+    llvm: Path, tmp_path: Path, args: list[str], said: str
+) -> None:
+    ends = {"--good": "HEAD~1", "--bad": "HEAD"}
+    for i, arg in enumerate(args):
+        if arg in ends:
+            ends[arg] = args[i + 1]
+    rest = [a for i, a in enumerate(args) if a not in ends and (i == 0 or args[i - 1] not in ends)]
+    proc, seconds = command(llvm, tmp_path, "bisect", "--good", ends["--good"], "--bad",
+                            ends["--bad"], *rest)  # fmt: skip
+    assert proc.returncode == 2 and said in proc.stderr, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr and "No Docker Engine" not in proc.stderr
+    assert seconds < QUICK, seconds
+
+
+def test_a_bisect_dry_run_plans_its_steps_without_the_engine(llvm: Path, tmp_path: Path) -> None:
+    proc, _ = command(llvm, tmp_path, "bisect", "--good", "HEAD~1", "--bad", "HEAD",
+                      "--repeats", "3", "--system", "water:3k", "--dry-run")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "--repeats 3: 4 pairs instead (ABBA order" in proc.stderr
+    assert proc.stdout.startswith("plan (nothing is built or run):\n"), proc.stdout
+    assert "1 commit after --good: about 1 step, each an LLVM build" in proc.stdout
+    assert "4 pairs a step: — (no estimate: never run here)" in proc.stdout
 
 
 def test_a_dry_run_needs_the_engine_only_to_look(llvm: Path, tmp_path: Path) -> None:

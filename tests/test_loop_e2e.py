@@ -67,13 +67,14 @@ def test_bench_llvm_commit_end_to_end(
     commit = mini_llvm.head()
     short = commit[:8]
     proc = bench_cli(
-        session_results, mini_llvm.path, "--llvm", short, "--system", SYSTEM, "--steps", STEPS,
-        "--repeats", "3", ORCH_WEBHOOK_URL=url, ORCH_WEBHOOK_FORMAT="json",
+        session_results, mini_llvm.path, "--llvm", short, "--against", "stable", "--system",
+        SYSTEM, "--steps", STEPS, "--repeats", "4", ORCH_WEBHOOK_URL=url,
+        ORCH_WEBHOOK_FORMAT="json",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
     headline = re.search(
-        rf"^LLVM {short} on water:3k:pme: [\d.]+ ns/day \(baseline [\d.]+", out, re.M
+        rf"^LLVM {short} on water:3k:pme vs stable: [\d.]+ ns/day \(baseline [\d.]+", out, re.M
     )
     assert headline, out
     assert "nbnxm" in out and "pme_spread" in out
@@ -86,7 +87,7 @@ def test_bench_llvm_commit_end_to_end(
     tag = re.search(rf"{re.escape(dev_image.build)}__water-3k-pme__(llvm-{short}-[\d-]+)-r1", out)
     assert tag, out
     group = runs.group(f"{dev_image.build}__water-3k-pme__{tag.group(1)}")
-    assert len(group) == 3
+    assert len(group) == 4
     for path in group:
         result = RunStore.load(path)
         assert result.finished and result.ns_per_day
@@ -105,10 +106,10 @@ def test_bench_against_another_build_is_an_ab_of_two_builds(
 
     short = mini_llvm.head()[:8]
     for against in ({"against_llvm": short}, {"against": dev_image.build}):
-        req = BenchRequest(llvm=short, system=SYSTEM, steps=500, repeats=2, **against)
+        req = BenchRequest(llvm=short, system=SYSTEM, steps=500, repeats=4, **against)
         cmp = bench(engine, llvm_settings, req).comparison
         assert all(run.startswith(f"{dev_image.build}__") for run in cmp.baseline), cmp.baseline
         assert all(run.startswith(f"{dev_image.build}__") for run in cmp.candidate)
         assert cmp.codegen is None  # one image: nothing to diff
     with pytest.raises(UserError, match="no GROMACS image gromacs:no-such-build"):
-        bench(engine, llvm_settings, BenchRequest(against="no-such-build", repeats=2))
+        bench(engine, llvm_settings, BenchRequest(against="no-such-build", repeats=4))

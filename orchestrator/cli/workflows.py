@@ -18,7 +18,7 @@ from orchestrator.results.report import bisect_text, render, webhook_text
 from orchestrator.workflows import share as sharing
 from orchestrator.workflows.bench import bench
 from orchestrator.workflows.bench_plan import BenchRequest, plan, plan_text, settle
-from orchestrator.workflows.bisect import BisectRequest, bisect
+from orchestrator.workflows.bisect import BisectRequest, bisect, check, plan_lines
 from orchestrator.workflows.matrix import Cell, load_matrix, matrix
 from orchestrator.workflows.rebuild import rebuild, summary
 
@@ -77,6 +77,9 @@ def register(sub: Commands) -> None:
     )
     p.add_argument("--steps", type=int, default=None)
     p.add_argument("--cpu-only", action="store_true", help="GPU builds on the host CPU only")
+    p.add_argument(
+        "--dry-run", action="store_true", help="print the plan (steps, runs, times); build nothing"
+    )
     gpu_arch_option(p)
     executor_option(p)
     verdict_options(p)
@@ -143,6 +146,12 @@ def run_bisect(args: argparse.Namespace, settings: Settings, console: Console) -
         alpha=args.alpha,
     )  # fmt: skip
     settings = with_gpu_arch(with_executor(settings, args), args.gpu_arch)
+    checked = check(settings, request)  # every mistake said here, before the engine is asked
+    if args.dry_run:
+        for note in checked.notes:
+            console(Message(note))
+        print(plan_text(plan_lines(settings, checked)))
+        return 0
     outcome = bisect(engine.connect(), settings, request, console)
     found = outcome.record
     print(bisect_text(found, args.format), end="")

@@ -43,13 +43,13 @@ from orchestrator.images.gitsource import git, is_url
 from orchestrator.images.gromacs import build_gromacs
 from orchestrator.results.compare import Comparison
 from orchestrator.results.history import Bisect, BisectStep, BisectVerdict
-from orchestrator.results.paired import repeat_plan
+from orchestrator.results.paired import MIN_PAIRS, repeat_plan
 from orchestrator.results.stats import Verdict
 from orchestrator.runs.database import Database, bisect_steps, bisects, group_of
 from orchestrator.runs.kernel_recipe import ResolvedKernel
 from orchestrator.runs.recipe import load_system
 from orchestrator.workflows.bench import BenchRequest, bench
-from orchestrator.workflows.bench_plan import check_numbers
+from orchestrator.workflows.bench_plan import PlanLine, check_numbers, run_seconds
 from orchestrator.workflows.build import toolchain_for
 from orchestrator.workflows.codegen import image_codegen
 from orchestrator.workflows.placement import AUTO
@@ -104,18 +104,34 @@ def even_pairs(repeats: int | str) -> int | str:
     return plan.most + 1 if not plan.adaptive else f"auto:{plan.most + 1}"
 
 
-def bisect(
-    client: Client, settings: Settings, req: BisectRequest, emit: Emit = ignore
-) -> BisectOutcome:
-    """Bisect `good..bad` in `settings.llvm_source`; every step lands in the database."""
+@dataclass
+class Checked:
+    """A bisect's request with its fixes said, its checkout and its two ends' hashes."""
+
+    request: BisectRequest
+    notes: list[str]
+    source: Path
+    good: str
+    bad: str
+
+
+def check(settings: Settings, req: BisectRequest) -> Checked:
+    """Every option, the system, the checkout and both commits, in seconds and without
+    the engine: a mistake is said before the first LLVM build, never after it."""
     check_numbers(steps=req.steps, threshold_pct=req.threshold_pct, alpha=req.alpha)
     if req.system != AUTO:
         load_system(req.system, settings.recipes_dirs)  # an unknown system names the known
     source = _checkout(settings.llvm_source)
+    notes = []
+    plan = repeat_plan(req.repeats)
+    if not plan.adaptive and plan.most < MIN_PAIRS:
+        notes.append(f"--repeats {req.repeats}: 4 pairs instead (a verdict needs at least "
+                     f"{MIN_PAIRS} pairs)")  # fmt: skip
+        req = replace(req, repeats=4)
     pairs = even_pairs(req.repeats)
     if pairs != req.repeats:
-        emit(Message(f"--repeats {req.repeats}: {pairs} pairs instead (ABBA order cancels a "
-                     "linear drift only over an even number of pairs)"))  # fmt: skip
+        notes.append(f"--repeats {req.repeats}: {pairs} pairs instead (ABBA order cancels a "
+                     "linear drift only over an even number of pairs)")  # fmt: skip
         req = replace(req, repeats=pairs)
     good, bad = _commit(source, req.good), _commit(source, req.bad)
     if git(["merge-base", "--is-ancestor", good, bad], cwd=source, check=False).returncode:
@@ -123,6 +139,39 @@ def bisect(
             f"--good {req.good} is not an ancestor of --bad {req.bad} in {source}: git bisect "
             "needs the good commit in the bad one's history. Swap them, or pick the merge-base."
         )
+    return Checked(req, notes, source, good, bad)
+
+
+def plan_lines(settings: Settings, checked: Checked) -> list[PlanLine]:
+    """`bisect --dry-run`: how many steps, and what each one costs here."""
+    count = git(["rev-list", "--count", f"{checked.good}..{checked.bad}"], cwd=checked.source)
+    commits = int(count.stdout.decode().strip() or 0)
+    steps = math.ceil(math.log2(commits + 1))  # the bad end first, then halves
+    req = checked.request
+    rp = repeat_plan(req.repeats)
+    lines = [PlanLine(f"{commits} commit{'s' if commits != 1 else ''} after --good: about "
+                      f"{steps} step{'s' if steps != 1 else ''}, each an LLVM build, a build "
+                      "for the system, and its pairs", None,
+                      "the bad end first, then git bisect halves the range")]  # fmt: skip
+    system = load_system(req.system, settings.recipes_dirs).name if req.system != AUTO else None
+    each = run_seconds(settings, system, req.steps) if system else None
+    if each is None:
+        lines.append(PlanLine(f"{rp.first} pairs a step", None, "no estimate: never run here"))
+    else:
+        seconds, basis = each
+        lines.append(PlanLine(f"{steps} steps × {rp.first} pairs ({2 * rp.first} runs) on "
+                              f"{system}", steps * 2 * rp.first * seconds, basis))  # fmt: skip
+    return lines
+
+
+def bisect(
+    client: Client, settings: Settings, req: BisectRequest, emit: Emit = ignore
+) -> BisectOutcome:
+    """Bisect `good..bad` in `settings.llvm_source`; every step lands in the database."""
+    checked = check(settings, req)
+    for note in checked.notes:
+        emit(Message(note))
+    req, source, good, bad = checked.request, checked.source, checked.good, checked.bad
     started = datetime.now(UTC)
     record = Bisect(
         bisect_id=f"bisect-{started:%Y%m%d-%H%M%S}-{good[:8]}-{bad[:8]}",
