@@ -120,6 +120,22 @@ def test_too_few_runs_to_judge_exit_3(tmp_path: Path) -> None:
     assert out["headline"]["testable"] is False
 
 
+def test_a_suspect_candidate_is_not_judged(tmp_path: Path) -> None:
+    """10% faster, but its energies disagree with the baseline's: it may compute something
+    else, so no speed-up and no "no change" either."""
+    _bench_groups(tmp_path, _scaled(1.1))
+    for run in tmp_path.glob(f"{CAND}-r*"):
+        result = RunStore.load(run)
+        energies = {k: v * 1.05 for k, v in (result.energies or {}).items()}
+        RunStore.save(run, result.model_copy(update={"energies": energies}))
+    done = cli("compare", BASE, CAND, "--json", results=tmp_path)
+    assert done.returncode == ExitCode.UNJUDGED, done.stderr
+    out = json.loads(done.stdout)
+    assert out["verdict"] == "could not judge" and out["suspect"] is True
+    assert "potential energy" in out["reason"] and out["headline"]["direction"] == "none"
+    assert out["headline"]["marker"] == "⚠" and out["headline"]["significant"] is True
+
+
 def _bench_with(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], outcome: BenchOutcome,
     *args: str,
