@@ -26,7 +26,10 @@ def _install(session: nox.Session, extra: str = "") -> None:
 def _orchestrator(session: nox.Session, *args: str) -> None:
     _install(session)
     try:
-        session.run("python", "-m", "orchestrator", *args, *session.posargs, external=False)
+        # stderr stays the command's own (nox would merge it into stdout): `--json` output
+        # through nox is JSON alone, and the console sees the terminal it writes to
+        session.run("python", "-m", "orchestrator", *args, *session.posargs, external=False,
+                    stderr=None)  # fmt: skip
     except nox.command.CommandFailed as exc:
         # nox ends every failed session with 1; a SystemExit is no Exception, so nox lets
         # it through and the process ends with the command's code.

@@ -254,18 +254,28 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
 # --- nox passes the command's code on -----------------------------------------------------
 
 
-def test_nox_session_exits_with_the_commands_code(tmp_path: Path) -> None:
-    """`nox -s render -- <unknown>` ends with the CLI's 2, not nox's 1 for any failure
-    (run in this interpreter: no virtualenv, nothing installed)."""
+def _nox(session: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`nox -s SESSION -- ARGS` in this interpreter: no virtualenv, nothing installed."""
     bin_dir = Path(sys.executable).parent
-    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "PYTHONPATH": str(REPO)}
-    done = subprocess.run(
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "PYTHONPATH": str(REPO),
+           "ORCH_RESULTS_DIR": str(cwd)}  # fmt: skip
+    return subprocess.run(
         [sys.executable, "-m", "nox", "-f", str(REPO / "noxfile.py"), "--no-venv",
-         "--no-install", "-s", "render", "--", "no-such-template"],
-        capture_output=True, text=True, cwd=tmp_path, env=env,
+         "--no-install", "-s", session, "--", *args],
+        capture_output=True, text=True, cwd=cwd, env=env,
     )  # fmt: skip
-    assert done.returncode == ExitCode.USAGE, done.stdout + done.stderr
-    assert "Unknown template 'no-such-template'" in done.stdout  # nox merges the two
+
+
+def test_nox_sessions_exit_with_the_commands_code(tmp_path: Path) -> None:
+    """`nox -s compare` ends with the CLI's 4 for a slowdown and `nox -s render` with its
+    2, not nox's 1 for any failure; the command's stderr stays apart from its JSON."""
+    _bench_groups(tmp_path, _scaled(0.9))
+    slower = _nox("compare", BASE, CAND, "--json", cwd=tmp_path)
+    assert slower.returncode == ExitCode.SLOWER, slower.stdout + slower.stderr
+    assert json.loads(slower.stdout)["verdict"] == "slower"
+    usage = _nox("render", "no-such-template", cwd=tmp_path)
+    assert usage.returncode == ExitCode.USAGE, usage.stdout + usage.stderr
+    assert "Unknown template 'no-such-template'" in usage.stderr
 
 
 # --- files keep the umask -----------------------------------------------------------------
