@@ -1,12 +1,15 @@
 """The front door: `nox -s <session> -- <args>`. Each session is one orchestrator command.
 
 Sessions share one virtualenv (`.nox/orchestrator`) with the project installed in
-editable mode, so `nox -s bench` after `nox -s build` installs nothing twice.
+editable mode, so `nox -s bench` after `nox -s build` installs nothing twice. A
+command's session exits with the command's own code (docs/usage.md, "Exit codes"), so
+`nox -s compare -- A B` tells a slowdown (4) from a failure (1) as the CLI does.
 """
 
 from __future__ import annotations
 
 import nox
+import nox.command
 
 nox.needs_version = ">=2024.4"
 nox.options.default_venv_backend = "uv|virtualenv"
@@ -22,7 +25,15 @@ def _install(session: nox.Session, extra: str = "") -> None:
 
 def _orchestrator(session: nox.Session, *args: str) -> None:
     _install(session)
-    session.run("python", "-m", "orchestrator", *args, *session.posargs, external=False)
+    try:
+        # stderr stays the command's own (nox would merge it into stdout): `--json` output
+        # through nox is JSON alone, and the console sees the terminal it writes to
+        session.run("python", "-m", "orchestrator", *args, *session.posargs, external=False,
+                    stderr=None)  # fmt: skip
+    except nox.command.CommandFailed as exc:
+        # nox ends every failed session with 1; a SystemExit is no Exception, so nox lets
+        # it through and the process ends with the command's code.
+        raise SystemExit(getattr(exc, "return_code", None) or 1) from None
 
 
 @nox.session(python=PYTHON)

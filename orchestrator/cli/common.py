@@ -1,12 +1,16 @@
-"""What the command modules share: the handler signature and the verdict options."""
+"""What the command modules share: the handler signature, the verdict options, JSON."""
 
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Callable
-from typing import TypeAlias
+from typing import Any, TypeAlias
+
+from pydantic_core import to_jsonable_python
 
 from orchestrator.cli.console import Console
+from orchestrator.core.exits import EPILOG
 from orchestrator.core.settings import Settings
 
 Handler = Callable[[argparse.Namespace, Settings, Console], int]
@@ -35,3 +39,22 @@ def verdict_options(p: argparse.ArgumentParser) -> None:
         help="marker threshold, percent",
     )  # fmt: skip
     p.add_argument("--alpha", type=float, default=0.05, help="significance level")
+
+
+def json_option(p: argparse.ArgumentParser, what: str) -> None:
+    """`--json`: `what` as JSON on stdout, alone (the console stays on stderr)."""
+    p.add_argument("--json", action="store_true", help=f"print {what} as JSON on stdout")
+
+
+def verdict_command(p: argparse.ArgumentParser) -> None:
+    """A command that ends in a verdict (`bench`, `compare`): `--json`, and its exit codes
+    in `--help`."""
+    json_option(p, "the verdict (numbers and words, no emoji needed)")
+    p.epilog = EPILOG
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+
+
+def print_json(data: Any) -> None:
+    """`data` (models, lists and dicts of them) as JSON on stdout; anything not ASCII is
+    escaped, so every output encoding carries it unchanged."""
+    print(json.dumps(to_jsonable_python(data), indent=2))

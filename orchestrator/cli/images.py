@@ -16,7 +16,7 @@ from orchestrator.core.settings import Settings, with_gpu_arch
 from orchestrator.images import blocks, catalog, lint
 from orchestrator.images.base import load_base_lock, make_base
 from orchestrator.images.gromacs import build_gromacs
-from orchestrator.images.render import render
+from orchestrator.images.render import known, render
 from orchestrator.images.toolchain_llvm import plan_toolchain_llvm
 from orchestrator.workflows.build import toolchain_for
 from orchestrator.workflows.prune import DEFAULT_KEEP, prune
@@ -167,11 +167,16 @@ def _size(size: int | None) -> str:
 
 
 def render_template(args: argparse.Namespace, settings: Settings, console: Console) -> int:
-    context = blocks.example_context(args.template, settings)
+    context = blocks.example_context(known(args.template), settings)
     for item in args.set:
         key, sep, value = item.partition("=")
         if not sep:
             raise UsageError(f"--set {item!r} must look like key=value.")
+        if key not in context:  # a typo would otherwise render the example unchanged
+            raise UsageError(
+                f"--set {key}: {args.template} has no such value. Its values: "
+                f"{', '.join(sorted(context))}."
+            )
         context[key] = value
     sys.stdout.write(render(args.template, context))
     return 0

@@ -6,7 +6,13 @@ import argparse
 from datetime import UTC, datetime
 from pathlib import Path
 
-from orchestrator.cli.common import Commands, verdict_options
+from orchestrator.cli.common import (
+    Commands,
+    json_option,
+    print_json,
+    verdict_command,
+    verdict_options,
+)
 from orchestrator.cli.console import Console
 from orchestrator.core import engine
 from orchestrator.core.errors import UsageError, UserError
@@ -19,6 +25,7 @@ from orchestrator.results.compare import Comparison
 from orchestrator.results.html import render_html
 from orchestrator.results.html_codegen import BenchCodegen
 from orchestrator.results.judge import compare_groups
+from orchestrator.results.judgement import judge
 from orchestrator.results.report import history_text, render, webhook_text
 from orchestrator.runs.database import Database, import_runs, shown
 from orchestrator.runs.store import RunStore, load_asm_diffs
@@ -31,6 +38,7 @@ def register(sub: Commands) -> None:
     p.add_argument("candidate", help="run directory, run id, or group")
     verdict_options(p)
     p.add_argument("--notify", action="store_true", help="also post the table to the webhook")
+    verdict_command(p)
     p.set_defaults(handler=compare)
 
     p = sub.add_parser(
@@ -48,6 +56,7 @@ def register(sub: Commands) -> None:
         "--arch", help="GPU target whose kernels to list (default: this host's, else the "
         "primary one); every target's summary is printed first"
     )  # fmt: skip
+    json_option(v, "the diff of that target (not with --asm)")
     v.set_defaults(handler=codegen_diff)
 
     p = sub.add_parser("db", help="the results database: import run directories, show where")
@@ -62,6 +71,7 @@ def register(sub: Commands) -> None:
     p.add_argument("--kernel", help="one kernel's (or cycle row's) time instead")
     p.add_argument("--last", type=int, help="only the newest N builds")
     verdict_options(p)
+    json_option(p, "the series (every build's values, the change points' verdicts)")
     p.set_defaults(handler=show_history)
 
     p = sub.add_parser("report", help="one self-contained HTML page: trends, verdict, bisects")
@@ -79,19 +89,28 @@ def compare(args: argparse.Namespace, settings: Settings, console: Console) -> i
         baseline, candidate, threshold_pct=args.threshold_pct, alpha=args.alpha, store=runs,
         codegen=codegen.runs_codegen(baseline[0].path, candidate[0].path),
     )  # fmt: skip
-    print(render(cmp, args.format), end="")
+    judged = judge(cmp)
+    if args.json:
+        print_json(judged)
+    else:
+        print(render(cmp, args.format), end="")
     if args.notify:
         console.notifier.post(webhook_text(cmp), {"headline": cmp.headline})
-    return 0
+    return judged.exit_code
 
 
 def codegen_diff(args: argparse.Namespace, settings: Settings, console: Console) -> int:
+    if args.asm and args.json:
+        raise UsageError("--asm prints unified diffs, not JSON: give one of --asm and --json.")
     client = engine.connect()
     a, b, targets = codegen.codegen_diff(client, settings, args.a, args.b, console)
     result, text = codegen.diff_report(
         a, b, targets, arch=args.arch, host=codegen.host_target(), fmt=args.format,
         limit=args.limit, kernel=None if args.asm else args.kernel,
     )  # fmt: skip
+    if args.json:
+        print_json(result)
+        return 0
     print(text, end="")
     if args.asm:
         if not args.kernel:
@@ -119,7 +138,10 @@ def show_history(args: argparse.Namespace, settings: Settings, console: Console)
         Database.of(settings), args.system, args.metric, kernel=args.kernel, last=args.last,
         llvm_source=settings.llvm_source, threshold_pct=args.threshold_pct, alpha=args.alpha,
     )  # fmt: skip
-    print(history_text(series, args.format), end="")
+    if args.json:
+        print_json(series)
+    else:
+        print(history_text(series, args.format), end="")
     return 0
 
 

@@ -8,10 +8,16 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from tabulate import tabulate
 
-from orchestrator.cli.common import Commands, executor_option, with_executor
+from orchestrator.cli.common import (
+    Commands,
+    executor_option,
+    json_option,
+    print_json,
+    with_executor,
+)
 from orchestrator.cli.console import Console
 from orchestrator.core import engine, interrupts
 from orchestrator.core.errors import UsageError
@@ -74,6 +80,7 @@ def register(sub: Commands) -> None:
     verbs = p.add_subparsers(dest="verb", required=True, metavar="verb")
     v = verbs.add_parser("list", help="every run (or a group): finished, failed, running, …")
     v.add_argument("spec", nargs="?", default=None, help="a run id or group to list")
+    json_option(v, "every run's state, headline value and why")
     v.set_defaults(handler=list_runs)
     v = verbs.add_parser("clean", help="remove containers of dead runs, close their records")
     v.add_argument("--dry-run", action="store_true", help="say what would be done")
@@ -192,9 +199,44 @@ def _ended(result: store.RunResult, recorded: Path, console: Console) -> int:
     return 0
 
 
+class RunRow(BaseModel):
+    """`runs list --json`: one run as a script reads it (`value` in `unit`, of `metric`)."""
+
+    run: str
+    path: str
+    state: store.RunState
+    build: str | None
+    system: str | None
+    tag: str | None
+    started: str | None
+    metric: str | None
+    value: float | None
+    unit: str | None
+    why: str
+
+    @classmethod
+    def of(cls, status: store.Status) -> RunRow:
+        result, metric, unit = status.result, None, None
+        value = result.headline_value() if result is not None else None
+        if result is not None and value is not None:
+            metric, unit = "ns/day", "ns/day"
+            if result.kind == "kernel" and result.metrics:
+                metric = result.headline
+                unit = result.metrics[result.headline or ""].unit
+        return cls(
+            run=status.path.name, path=str(status.path), state=status.state,
+            build=result.build if result else None, system=result.system if result else None,
+            tag=result.tag if result else None, started=result.timestamp if result else None,
+            metric=metric, value=value, unit=unit, why=status.why,
+        )  # fmt: skip
+
+
 def list_runs(args: argparse.Namespace, settings: Settings, console: Console) -> int:
     runs = store.RunStore(settings.results_dir)
     paths = runs.resolve(args.spec) if args.spec else runs.runs()
+    if args.json:
+        print_json([RunRow.of(runs.status(path)) for path in paths])
+        return 0
     rows = []
     for status in map(runs.status, paths):
         result = status.result

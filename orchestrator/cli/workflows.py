@@ -8,12 +8,20 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from orchestrator.cli.common import Commands, executor_option, verdict_options, with_executor
+from orchestrator.cli.common import (
+    Commands,
+    executor_option,
+    print_json,
+    verdict_command,
+    verdict_options,
+    with_executor,
+)
 from orchestrator.cli.console import Console
 from orchestrator.cli.images import gpu_arch_option
 from orchestrator.core import engine
 from orchestrator.core.events import Message, Step
 from orchestrator.core.settings import Settings, with_gpu_arch
+from orchestrator.results.judgement import judge
 from orchestrator.results.report import bisect_text, render, webhook_text
 from orchestrator.workflows import share as sharing
 from orchestrator.workflows.bench import bench
@@ -65,6 +73,7 @@ def register(sub: Commands) -> None:
     gpu_arch_option(p)
     executor_option(p)
     verdict_options(p)
+    verdict_command(p)
     p.set_defaults(handler=run_bench, mdrun_args=[])
 
     p = sub.add_parser("bisect", help="find the LLVM commit that made a metric slower")
@@ -124,18 +133,27 @@ def run_bench(args: argparse.Namespace, settings: Settings, console: Console) ->
         return 0
     outcome = bench(engine.connect(), settings, settled, console)
     cmp = outcome.comparison
+    judged = judge(cmp, outcome.nothing_measured).model_copy(update={
+        "system": outcome.system, "base": outcome.base, "elapsed_seconds": outcome.elapsed,
+        "container_seconds": outcome.container_seconds,
+        "changed_kernels": len(outcome.codegen.changed) if outcome.codegen else None,
+    })  # fmt: skip
     if cmp is None:
         codegen = outcome.codegen
         base = f" ({outcome.base})" if outcome.base else ""
         said = f"{codegen.b} vs {codegen.a}{base}: " if codegen is not None else ""
-        print(f"{said}{outcome.nothing_measured}")
+        if not args.json:
+            print(f"{said}{outcome.nothing_measured}")
         data = {"verdict": outcome.verdict, "system": outcome.system}
         console.notifier.verdict(f"{said}{outcome.nothing_measured}", data)
     else:
-        print(render(cmp, args.format))
+        if not args.json:
+            print(render(cmp, args.format))
         console.notifier.verdict(cmp.headline, {"verdict": outcome.verdict}, webhook_text(cmp))
+    if args.json:
+        print_json(judged)
     console(Step(f"done: {outcome.timing()}"))
-    return 0
+    return judged.exit_code
 
 
 def run_bisect(args: argparse.Namespace, settings: Settings, console: Console) -> int:

@@ -8,15 +8,17 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from orchestrator.core.exits import ExitCode
+
 
 class UserError(Exception):
     """A problem the user can fix; `message` names the thing and the fix.
 
     Exit code 2 is for bad input (settings, arguments), 1 for everything else
-    (missing engine, failed build, failed run).
+    (missing engine, failed build, failed run): `core.exits`.
     """
 
-    def __init__(self, message: str, exit_code: int = 1) -> None:
+    def __init__(self, message: str, exit_code: int = ExitCode.ERROR) -> None:
         super().__init__(message)
         self.message = message
         self.exit_code = exit_code
@@ -26,7 +28,7 @@ class UsageError(UserError):
     """Bad arguments or settings: exit code 2."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(message, exit_code=2)
+        super().__init__(message, exit_code=ExitCode.USAGE)
 
 
 #: The errnos of a write that found no room: a full filesystem, or a full quota.

@@ -2,9 +2,11 @@
 
 Everything the tool leaves on disk (result.json, lockfiles, reports, downloaded
 inputs, checksum sidecars) goes through `atomic_writer`: a temporary name in the same
-directory, flushed and fsync'd, then renamed over the target. Everything read back
-goes through `read_model`, which turns a missing, cut-short or edited file into one
-paragraph naming the file and the fix.
+directory, flushed and fsync'd, then renamed over the target. It gets the mode any
+other new file would (0644 under umask 022), not `mkstemp`'s private 0600, so a team's
+shared results folder stays readable. Everything read back goes through `read_model`,
+which turns a missing, cut-short or edited file into one paragraph naming the file and
+the fix.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, TypeVar
@@ -34,6 +37,7 @@ def atomic_writer(path: Path, suffix: str = ".tmp", what: str = "") -> Iterator[
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
         try:
+            os.fchmod(fd, new_mode())
             with os.fdopen(fd, "wb") as out:
                 yield out
                 out.flush()
@@ -42,6 +46,28 @@ def atomic_writer(path: Path, suffix: str = ".tmp", what: str = "") -> Iterator[
         except BaseException:
             Path(tmp).unlink(missing_ok=True)  # a full disk too: the space goes back
             raise
+
+
+_UMASK_LOCK = threading.Lock()
+
+
+def umask() -> int:
+    """The process's umask, read without changing it where Linux says it (4.7 and later);
+    elsewhere set and put back at once."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    with _UMASK_LOCK:
+        mask = os.umask(0o077)
+        os.umask(mask)
+    return mask
+
+
+def new_mode(executable: bool = False) -> int:
+    """The mode `open()` gives a new file under the current umask (0644 under umask 022;
+    `executable`, as `mkdir()` gives a folder: 0755), for what `tempfile` makes private."""
+    return (0o777 if executable else 0o666) & ~umask()
 
 
 def write_atomic(path: Path, data: str | bytes, what: str = "") -> Path:

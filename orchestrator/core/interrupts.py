@@ -19,6 +19,8 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
+from orchestrator.core.exits import SIGNALLED
+
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _REASONS = {
     signal.SIGINT: "interrupted (Ctrl-C)",
@@ -41,7 +43,7 @@ class Interrupted(KeyboardInterrupt):
 
     @property
     def exit_code(self) -> int:
-        return 128 + self.signum
+        return SIGNALLED + self.signum
 
 
 def of(exc: KeyboardInterrupt) -> Interrupted:

@@ -7,8 +7,10 @@ Nested values use `__` in the environment (`ORCH_GROMACS__REF=v2025.3`).
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shlex
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,10 +23,12 @@ from pydantic_settings import (
     PydanticBaseSettingsSource,
     PyprojectTomlConfigSettingsSource,
     SettingsConfigDict,
+    SettingsError,
     TomlConfigSettingsSource,
 )
 
 from orchestrator.core.errors import UsageError
+from orchestrator.core.settings_errors import env_name, invalid, not_json
 
 #: The platforms `orchestrator.platforms` implements; "auto" picks the one present.
 PlatformName = Literal["auto", "rocm", "cpu"]
@@ -119,12 +123,27 @@ class SlurmResources(BaseModel):
 class SlurmSettings(SlurmResources):
     """How the SLURM executor submits and waits (`ORCH_SLURM__*`)."""
 
-    #: More `sbatch` arguments, as a JSON list in the environment.
-    extra_args: list[str] = Field(default_factory=list)
+    #: More `sbatch` arguments: a list; in the environment a JSON list or a command line
+    #: split as a shell would (`ORCH_SLURM__EXTRA_ARGS="--mem=16G --exclusive"`).
+    extra_args: Annotated[list[str], NoDecode] = Field(default_factory=list)
     #: How often `squeue` is asked while jobs are pending or running.
     poll_seconds: float = Field(0.5, gt=0, le=60)
     #: The Python that runs gmxbench on the nodes; default: the one submitting.
     python: str | None = None
+
+    @field_validator("extra_args", mode="before")
+    @classmethod
+    def _command_line(cls, value: Any) -> Any:
+        """`--mem=16G` is one argument, `'["--mem=16G"]'` a JSON list of them."""
+        if not isinstance(value, str):
+            return value
+        try:
+            return json.loads(value) if value.lstrip().startswith("[") else shlex.split(value)
+        except ValueError as exc:
+            raise ValueError(
+                f"{exc}: give the sbatch arguments as a command line (--mem=16G --exclusive) "
+                """or as a JSON list ('["--mem=16G", "--exclusive"]')"""
+            ) from None
 
 
 class Settings(BaseSettings):
@@ -341,32 +360,20 @@ def environment_of(settings: Settings, leave_out: frozenset[str] = frozenset()) 
             text = value.model_dump_json()
         else:
             text = str(value)
-        out[_env_name((name,))] = text
+        out[env_name((name,))] = text
     return out
-
-
-def _env_name(loc: tuple[Any, ...]) -> str:
-    return "ORCH_" + "__".join(str(part).upper() for part in loc)
 
 
 def load_settings(**overrides: Any) -> Settings:
     """Load settings or raise a `UsageError` naming the setting and the accepted values."""
     try:
         return Settings(**overrides)
+    except SettingsError as exc:  # an ORCH_* value that should be JSON is not
+        raise not_json(exc) from None
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(
             f"orchestrator.toml (or [tool.orchestrator] in pyproject.toml) is not valid TOML: "
             f"{exc}. Fix the file or remove it; every setting also has an ORCH_* variable."
         ) from None
     except ValidationError as exc:
-        problems = []
-        for err in exc.errors(include_url=False):
-            name = _env_name(tuple(err["loc"]))
-            given = err.get("input")
-            secret = err["loc"][:1] in (("webhook_url",), ("database_url",))
-            shown = "" if secret or isinstance(given, dict) else f" (got {given!r})"
-            msg = str(err["msg"]).removeprefix("Value error, ")
-            if err["type"] == "extra_forbidden":
-                msg = "is not a known setting; see the settings table in docs/settings.md"
-            problems.append(f"{name}{shown}: {msg}")
-        raise UsageError("Invalid setting. " + "; ".join(problems) + ".") from None
+        raise invalid(exc, SECRETS) from None

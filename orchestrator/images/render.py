@@ -42,10 +42,16 @@ def templates() -> list[str]:
     )
 
 
-def render(name: str, context: Mapping[str, Any]) -> str:
-    """Render template `name` (without suffix); a missing variable is an error, not ''."""
+def known(name: str) -> str:
+    """`name` if it is a renderable template, else a `UsageError` that lists them."""
     if name not in templates():
         raise UsageError(f"Unknown template {name!r}. Known templates: {', '.join(templates())}.")
+    return name
+
+
+def render(name: str, context: Mapping[str, Any]) -> str:
+    """Render template `name` (without suffix); a missing variable is an error, not ''."""
+    known(name)
     try:
         return _environment().get_template(name + SUFFIX).render(**context)
     except jinja2.UndefinedError as exc:

@@ -35,7 +35,7 @@ import urllib3.exceptions
 
 from orchestrator.core.errors import UserError, is_no_space, no_space
 from orchestrator.core.events import Emit, Transfer, ignore
-from orchestrator.core.files import atomic_writer, write_atomic
+from orchestrator.core.files import atomic_writer, new_mode, write_atomic
 from orchestrator.runs.recipe import InputSpec, ResolvedSystem
 
 CHUNK = 1 << 20
@@ -229,6 +229,7 @@ def _unpack(system: ResolvedSystem, archives: list[Path], root: Path) -> Path:
     _sweep(target.parent, f".{target.name}.*.tmp", STALE_UNPACK)
     tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
     try:
+        tmp.chmod(new_mode(executable=True))  # a folder as mkdir makes it, not mkdtemp's 0700
         for spec, archive in zip(system.inputs, archives, strict=True):
             _extract_checked(spec, archive, tmp)
         _strip_single_top(tmp, system.required_files())

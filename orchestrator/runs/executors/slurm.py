@@ -36,6 +36,7 @@ from typing import Any
 from orchestrator.core.engine import Client
 from orchestrator.core.errors import UserError
 from orchestrator.core.events import Caution, Emit, Message, RunNext, Step, ignore
+from orchestrator.core.files import new_mode
 from orchestrator.core.settings import Settings, SlurmResources, environment_of
 from orchestrator.runs import database, runner
 from orchestrator.runs.executors.base import Chain, Executor, Job
@@ -294,7 +295,7 @@ class SlurmExecutor(Executor):
         script, output = self.store.job_files(slot.run_id)
         script.parent.mkdir(parents=True, exist_ok=True)
         script.write_text(self._script(slot))
-        script.chmod(0o755)
+        script.chmod(new_mode(executable=True))
         args = self._args(slot, output)
         if previous is not None and previous.job_id and not previous.done:
             args.append(f"--dependency=afterany:{previous.job_id}")

@@ -1,0 +1,165 @@
+"""A comparison as a script reads it: numbers and words, the exit code it ends with.
+
+The report (`results.report`) is for people: emoji markers, aligned columns. A script
+wants the same verdict as fields (pyperf's `CompareResult` style: numbers in, text on
+demand): which way it moved, the ratio and its interval, the p-value, and what it was
+held to (threshold, alpha), for the headline and each category, kernel and metric.
+`judge` makes one from a `Comparison` (or from none: nothing was measured), and
+`exit_code` is the one rule `bench` and `compare` end by (`core.exits`).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from orchestrator.core.exits import ExitCode
+from orchestrator.results.compare import Comparison
+from orchestrator.results.stats import Verdict
+
+Direction = Literal["faster", "slower", "none"]
+Word = Literal["faster", "slower", "no change", "could not judge", "nothing measured"]
+
+
+class Interval(BaseModel):
+    """The (1 - alpha) interval of the ratio candidate / baseline."""
+
+    low: float
+    high: float
+
+
+class MetricJudgement(BaseModel):
+    """One metric's verdict; `ratio` is candidate / baseline of the metric itself (ns/day:
+    above 1 is faster; a time: below 1 is faster)."""
+
+    #: `faster`/`slower` only for a marker (significant and beyond the threshold).
+    direction: Direction
+    significant: bool
+    ratio: float
+    delta_pct: float
+    interval: Interval | None
+    p_value: float | None
+    test: str | None
+    threshold_pct: float
+    alpha: float
+    higher_is_better: bool
+    n_baseline: int
+    n_candidate: int
+    baseline_median: float
+    candidate_median: float
+    #: The change a test of this size would have found with 80 % probability, percent.
+    detectable_pct: float | None
+    #: Whether this many runs can reach p < alpha at all.
+    testable: bool
+    #: The report's marker (🚀 🐢 • ⚠) and its words, for people.
+    marker: str
+    note: str
+
+    @classmethod
+    def of(cls, v: Verdict) -> MetricJudgement:
+        interval = None
+        if v.ci_low is not None and v.ci_high is not None:
+            interval = Interval(low=v.ci_low, high=v.ci_high)
+        return cls(
+            direction=_DIRECTIONS.get(v.marker, "none"), significant=v.significant,
+            ratio=1 + v.delta_pct / 100, delta_pct=v.delta_pct, interval=interval,
+            p_value=v.p_value, test=v.test_method, threshold_pct=v.threshold_pct,
+            alpha=v.alpha, higher_is_better=v.higher_is_better, n_baseline=v.n_baseline,
+            n_candidate=v.n_candidate, baseline_median=v.baseline_median,
+            candidate_median=v.candidate_median, detectable_pct=v.mdc_pct,
+            testable=v.testable, marker=v.marker, note=v.note,
+        )  # fmt: skip
+
+
+_DIRECTIONS: dict[str, Direction] = {"🚀": "faster", "🐢": "slower"}
+_WORDS: dict[str, Word] = {"🚀": "faster", "🐢": "slower"}
+
+
+class Headline(MetricJudgement):
+    """The verdict that decides: ns/day, or a kernel recipe's headline metric."""
+
+    name: str
+    unit: str
+
+
+class Judgement(BaseModel):
+    """`bench --json` and `compare --json`: the verdict, why, and every metric's numbers."""
+
+    verdict: Word
+    exit_code: int
+    #: Why there is no verdict (could not judge), or why nothing was measured.
+    reason: str | None = None
+    #: The headline as the report says it.
+    text: str
+    system: str | None = None
+    label: str | None = None
+    #: What the candidate was measured against (`parent 1a2b3c4d`, `HEAD …`, `stable`).
+    base: str | None = None
+    baseline: list[str] = Field(default_factory=list)
+    candidate: list[str] = Field(default_factory=list)
+    paired: bool = False
+    runs: int = 0
+    headline: Headline | None = None
+    #: Time per category (ms) and per top kernel (median call, µs): lower is better.
+    categories: dict[str, MetricJudgement] = Field(default_factory=dict)
+    kernels: dict[str, MetricJudgement] = Field(default_factory=dict)
+    #: A kernel recipe's other metrics, each in its declared direction.
+    metrics: dict[str, MetricJudgement] = Field(default_factory=dict)
+    suspect: bool = False
+    too_busy: str | None = None
+    #: Pairs (unpaired: runs) left out because a run shared the machine.
+    left_out: list[str] = Field(default_factory=list)
+    #: Kernels (CPU: hot functions) the two builds compiled differently; None: unknown.
+    changed_kernels: int | None = None
+    #: `bench` only: where the time went.
+    elapsed_seconds: float | None = None
+    container_seconds: float | None = None
+
+
+def exit_code(cmp: Comparison | None) -> ExitCode:
+    """How `bench` and `compare` end: SLOWER for a 🐢 on the headline, UNJUDGED when no
+    verdict could be given (a busy host, too few runs, suspect energies), else OK (no
+    change, faster, or nothing measured because no kernel changed)."""
+    if cmp is None:
+        return ExitCode.OK
+    v = cmp.ns_per_day
+    if v.marker == "🐢":
+        return ExitCode.SLOWER
+    if cmp.too_busy or cmp.suspect or not v.testable:
+        return ExitCode.UNJUDGED
+    return ExitCode.OK
+
+
+def judge(cmp: Comparison | None, nothing_measured: str | None = None) -> Judgement:
+    """`cmp` as fields; None with `nothing_measured` (why) when no run was made."""
+    if cmp is None:
+        why = nothing_measured or "nothing measured"
+        return Judgement(verdict="nothing measured", exit_code=ExitCode.OK, reason=why, text=why)
+    code = exit_code(cmp)
+    v = cmp.ns_per_day
+    word = _WORDS.get(v.marker) or ("could not judge" if code == ExitCode.UNJUDGED else "no change")
+    return Judgement(
+        verdict=word, exit_code=code, reason=_reason(cmp) if word == "could not judge" else None,
+        text=cmp.headline, system=cmp.system, label=cmp.label, base=cmp.base,
+        baseline=cmp.baseline,
+        candidate=cmp.candidate, paired=cmp.paired, runs=cmp.runs,
+        headline=Headline(name=cmp.headline_name, unit=cmp.headline_unit,
+                          **MetricJudgement.of(v).model_dump()),
+        categories=_each(cmp.categories), kernels=_each(cmp.kernels),
+        metrics=_each(cmp.metrics), suspect=cmp.suspect, too_busy=cmp.too_busy,
+        left_out=cmp.left_out,
+        changed_kernels=len(cmp.codegen.changed) if cmp.codegen is not None else None,
+    )  # fmt: skip
+
+
+def _each(verdicts: dict[str, Verdict]) -> dict[str, MetricJudgement]:
+    return {name: MetricJudgement.of(v) for name, v in verdicts.items()}
+
+
+def _reason(cmp: Comparison) -> str:
+    if cmp.too_busy:
+        return cmp.too_busy
+    if cmp.suspect:
+        return cmp.suspect_note or "suspect: the energies disagree"
+    return cmp.ns_per_day.note
