@@ -62,7 +62,9 @@ def test_readme_first_command_fits_in_a_hundred_lines(engine: Any, session_resul
     )  # fmt: skip
     said = proc.stdout + proc.stderr
     lines = said.splitlines()
-    assert proc.returncode == 0, said[-4000:]
+    # An A/A: 0, or 3 when the host was too busy to judge, or 4 on a false alarm (`core.exits`)
+    assert proc.returncode in (0, 3, 4), said[-4000:]
+    assert proc.returncode != 4 or "🐢" in proc.stdout, proc.stdout[:400]
     assert len(lines) <= MOST_LINES, f"{len(lines)} lines:\n{said}"
     # However busy the host: a line a pair, at most twice the plan's most pairs (a pair that
     # shared the machine is measured again), bench's notes a line a batch at most, and the

@@ -159,7 +159,8 @@ def change(engine: Any, loop: Loop, rocm_stable: Any, noop: Bench) -> Bench:
                    "water:3k", "--steps", "500", "--repeats", "4",
                    ORCH_WEBHOOK_URL=url, ORCH_WEBHOOK_FORMAT="json")  # fmt: skip
     said = proc.stderr + proc.stdout
-    assert proc.returncode == 0, said[-3000:]
+    # 0: no significant slowdown, 3: could not judge (a busy host), 4: slower (`core.exits`)
+    assert proc.returncode in (0, 3, 4), said[-3000:]
     return Bench(proc, received, url, built_dev(loop, said, loop.change))
 
 
@@ -230,6 +231,9 @@ def test_a_changing_commit_names_only_its_kernels_and_builds_only_its_side(
     assert "8 runs on water:3k:pme: " in said  # what the runs take, said before them
     verdicts = [p for p in change.received if "headline" in json.dumps(p)]
     assert verdicts and headline.group(0) in json.dumps(verdicts[-1])
+    said_verdict = [p["data"]["verdict"] for p in change.received if p.get("event") == "verdict"]
+    codes = {"faster": 0, "no change": 0, "too busy": 3, "slower": 4}  # `core.exits`
+    assert change.proc.returncode == codes[said_verdict[-1]], said_verdict
     assert change.url not in out + said  # the webhook URL is a secret
     runs = RunStore(loop.settings.results_dir)
     tag = re.search(rf"{re.escape(change.dev.build)}__water-3k-pme__(llvm-{short}-[\d-]+)-r1", out)
