@@ -110,7 +110,7 @@ def extra_flags_source(
 ) -> str:  # fmt: skip
     """ExtraFlags.cpp adding these flags (each one command-line argument); with
     `device_units`, device flags only to compilations of inputs whose path contains one;
-    `common_device_flags` to every device compilation, before those."""
+    `common_device_flags` to every device compilation, after its own flags."""
     return _EXTRA_FLAGS_CPP.format(
         host=_literals(host_flags), device=_literals(device_flags),
         units=_literals(device_units), common=_literals(common_device_flags),

@@ -176,11 +176,6 @@ int run(int argc, char **argv) {
           Args.push_back("-Xarch_host");
           Args.push_back(Flag);
         }
-      if (!C.HostOnly)
-        for (const std::string &Flag : extraCommonDeviceFlags()) {
-          Args.push_back("-Xarch_device");
-          Args.push_back(Flag);
-        }
       if (!C.HostOnly && deviceFlagsApply(C))
         for (const std::string &Flag : extraDeviceFlags()) {
           Args.push_back("-Xarch_device");
@@ -190,6 +185,13 @@ int run(int argc, char **argv) {
   }
   for (int I = 1; I < argc; ++I)
     Args.push_back(argv[I]);
+  // After the build's own flags, so they win over them (-ffp-contract=off over the
+  // -ffast-math GROMACS gives HIP code), as a change inside the compiler would.
+  if (C.Compiles && C.Offload && !C.HostOnly)
+    for (const std::string &Flag : extraCommonDeviceFlags()) {
+      Args.push_back("-Xarch_device");
+      Args.push_back(Flag);
+    }
   return llvm::sys::ExecuteInPlace("clang", Target, Args);
 }
 

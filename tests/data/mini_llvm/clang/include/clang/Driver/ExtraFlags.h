@@ -5,7 +5,8 @@
 // HIP/CUDA compilation), device flags to the device side only (-Xarch_device <flag>),
 // of every HIP/CUDA compilation or, when device units are named, of those whose input
 // path contains one of them. Common device flags go to every HIP/CUDA compilation
-// whatever the units (a compiler that already differs everywhere, changed in one unit).
+// whatever the units, after the compilation's own flags (a compiler that already
+// differs everywhere, changed in one unit).
 //
 //===----------------------------------------------------------------------===//
 #ifndef CLANG_DRIVER_EXTRAFLAGS_H
