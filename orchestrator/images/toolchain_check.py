@@ -268,12 +268,18 @@ def _smoke(client: Client, image: str, tree: LlvmTree, prefix: str, smoke: dict[
     script = SMOKE_SCRIPT.format(prefix=shlex.quote(prefix), **smoke)
     code, out = probe(client, image, ["bash", "-c", script])
     if code != 0:
+        lacking = re.search(r"unable to find '([^']+)'", out)
+        fix = (
+            f"clang calls {lacking[1]}, which the tree lacks or the import does not take: "
+            "build it there and import again"
+            if lacking
+            else "Import an LLVM built with the AMDGPU target and no older than the device "
+            "libraries, or point ORCH_ROCM_DEVICE_LIBS at device libraries this LLVM reads"
+        )
         raise UserError(
             f"The LLVM {tree.kind} {tree.root} runs in the builder, but cannot compile for "
             f"{smoke['gpu_arch']} with the device libraries in {smoke['device_libs']}: "
             f"{' '.join(out.split())[:400]}. A GROMACS build would fail the same way, so "
-            "nothing was tagged. Import an LLVM built with the AMDGPU target and no older "
-            "than the device libraries, or point ORCH_ROCM_DEVICE_LIBS at device libraries "
-            "this LLVM reads."
+            f"nothing was tagged. {fix}."
         )
     return f"device libraries: smoke compile for {smoke['gpu_arch']} (sinf, expf) passed"

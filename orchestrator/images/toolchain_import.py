@@ -93,13 +93,22 @@ def ensure_toolchain_import(
         compiler = imported_compiler(prefix, digest, commit, ran.version_line, root)
         tag = toolchain.tag_for(settings, compiler.name)
         refuse_overwrite(client, tag, key)
+        toolchain.finish(client, settings, image_id, tag, key, compiler, emit)
     except BaseException:
-        engine.remove_image(client, image_id, force=True)  # nothing half-made stays
+        _remove_unfinished(client, image_id)
         raise
-    toolchain.finish(client, settings, image_id, tag, key, compiler, emit)
     said = f"LLVM {commit.commit} (from {commit.read_from})" if commit.commit else "no LLVM commit"
     emit(Message(f"toolchain image: {tag}, imported from {root}; {said}"))
     return tag
+
+
+def _remove_unfinished(client: Client, image_id: str) -> None:
+    """Remove the committed import when a later step fails, so nothing half-made stays
+    (once labelled it has a child and cannot go, which is not the failure to report)."""
+    try:
+        engine.remove_image(client, image_id, force=True)
+    except Exception:  # the failure being raised is the one to say
+        return
 
 
 def imported_compiler(
