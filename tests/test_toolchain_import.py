@@ -329,3 +329,19 @@ def test_one_compiler_source_at_a_time() -> None:
         toolchain_for(None, settings, llvm="d7fead0f", from_build="/x")  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="no such directory"):  # a path, checked as one
         toolchain_for(None, settings, toolchain="/no/such/llvm/build")  # type: ignore[arg-type]
+
+
+def test_build_says_a_wrong_path_before_asking_the_engine(tmp_path: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "ORCH_PLATFORM": "cpu", "ORCH_RESULTS_DIR": str(tmp_path),
+           "DOCKER_HOST": "unix:///nonexistent.sock"}  # fmt: skip  # no engine answers
+    gone = tmp_path / "llvm-project" / "build"
+    proc = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "build", "toolchain", "--from-build", str(gone)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == (
+        f"error: --from-build {gone}: no such directory. Give the LLVM build tree (the folder "
+        "with CMakeCache.txt and bin/clang, e.g. ~/llvm-project/build) or an install prefix "
+        "(bin/clang, lib/)."
+    )
