@@ -1,5 +1,7 @@
 """Importing a real LLVM that is not the tool's own: Debian's clang 21, its prefix
-/usr/lib/llvm-21 copied out of the sid builder of the Debian ROCm stack.
+/usr/lib/llvm-21 copied out of the sid builder of the Debian ROCm stack; and a build tree
+as a developer has one, made by CMake and ninja from a checkout (the mini llvm-project,
+`tests/mini_llvm.py`: LLVM's CMake, RUNPATH and library links, seconds to build).
 
 On the ROCm platform (the same sid system) it becomes a toolchain image that compiles
 GROMACS 2026.3's HIP units in a real dev build (from the compile cache the stable build
@@ -32,7 +34,7 @@ from orchestrator.images.gromacs import build_gromacs
 from orchestrator.images.llvm_tree import collect, content_sha256
 from orchestrator.images.provenance import load_lockfile, lockfile_path
 from orchestrator.images.toolchain import compiler_of
-from orchestrator.images.toolchain_llvm import BUILD_LABEL
+from orchestrator.images.toolchain_llvm import BUILD_LABEL, ensure_environment
 from orchestrator.parsers.elf import dotted, newest, read_elf
 from orchestrator.workflows.build import toolchain_for
 
@@ -218,3 +220,66 @@ def test_imported_debian_llvm_builds_gromacs_and_rebuild_refuses_it(
         assert "`rebuild` cannot make its compiler again" in message and "Traceback" not in message
         assert "recorded no LLVM commit" in message and len(message.splitlines()) == 1
     assert engine_api.image(engine, f"gmxbench-rebuild:{record.build}") is None
+
+
+def _cmake_build(engine: Any, image: str, checkout: Path, *options: str) -> None:
+    """Configure and build the mini llvm-project as a developer does, in `checkout`/build
+    (mounted at its own path, so CMakeCache.txt names the checkout as it is here)."""
+    script = (
+        "set -e; cmake -S llvm -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "
+        "'-DLLVM_ENABLE_PROJECTS=clang;lld' '-DLLVM_TARGETS_TO_BUILD=AMDGPU;X86' "
+        f"-DLLVM_LINK_LLVM_DYLIB=ON -DLLVM_USE_LINKER=lld {' '.join(options)} >/dev/null; "
+        "ninja -C build clang lld llvm-objdump llvm-readobj llvm-readelf clang-offload-bundler "
+        "clang-resource-headers >/dev/null"
+    )
+    out = engine.containers.run(
+        image, ["bash", "-c", script], remove=True, network_disabled=True,
+        user=f"{os.getuid()}:{os.getgid()}", working_dir=str(checkout),
+        volumes={str(checkout): {"bind": str(checkout), "mode": "rw"}},
+        environment={"HOME": "/tmp"}, stderr=True,
+    )  # fmt: skip
+    assert (checkout / "build" / "bin" / "clang").exists(), out
+
+
+def test_a_build_tree_is_imported_with_its_commit(
+    engine: Any, cpu_settings: Any, tmp_path: Path
+) -> None:
+    """`--from-build <checkout>/build`: its tools and the shared libraries their RUNPATH
+    ($ORIGIN/../lib) names are taken, and load from the prefix in the image; the commit
+    is the one clang names, or with LLVM_APPEND_VC_REV=OFF the checkout's HEAD."""
+    from mini_llvm import make_mini_llvm
+
+    repo = make_mini_llvm(tmp_path / "llvm-project", message="a developer's build tree")
+    environment = ensure_environment(engine, cpu_settings)
+    _cmake_build(engine, environment.tag, repo.path)
+    made: list[str] = []
+    try:
+        tag = toolchain_for(engine, cpu_settings, from_build=str(repo.path / "build"))
+        assert tag is not None
+        made.append(tag)
+        compiler = compiler_of(engine, tag)
+        digest = compiler.content_sha256 or ""
+        assert tag == f"gmxbench-toolchain:cpu-llvm-{repo.head()[:8]}-imported-{digest[:8]}"
+        assert compiler.llvm_commit == repo.head()[:8] and not compiler.llvm_dirty
+        assert compiler.llvm_commit_from == "clang --version"
+        assert compiler.imported_from == str(repo.path / "build")
+        assert compiler.version and repo.head() in compiler.version
+        prefix = compiler.cxx.rsplit("/bin/", 1)[0]
+        code, out = engine_api.run_capture(engine, tag, ["ldd", f"{prefix}/bin/clang"])
+        assert code == 0 and f"libclang-cpp.so.23.0git => {prefix}/bin/../lib/" in out, out
+        code, out = engine_api.run_capture(engine, tag, ["ls", f"{prefix}/lib"])
+        assert out.split() == ["clang", "libLLVM.so.23.0git", "libclang-cpp.so.23.0git"], out
+
+        _cmake_build(engine, environment.tag, repo.path, "-DLLVM_APPEND_VC_REV=OFF")
+        tag = toolchain_for(engine, cpu_settings, from_build=str(repo.path / "build"))
+        assert tag is not None
+        made.append(tag)
+        compiler = compiler_of(engine, tag)
+        assert compiler.version == "clang version 23.0.0git"  # names no commit
+        assert compiler.llvm_commit == repo.head()[:8]
+        assert compiler.llvm_commit_from == (
+            f"HEAD of the checkout {repo.path} (the tree may have been built earlier)"
+        )
+    finally:
+        for tag in made:  # this session's own: the tree's path is in its clang
+            engine_api.remove_image(engine, tag)

@@ -27,7 +27,8 @@ REQUIRED = ("clang", "clang++", "ld.lld")
 #: Needed where the platform compiles device code: HIP objects are bundled by the
 #: bundler, which writes them with llvm-objcopy (found beside it, as clang finds ld.lld).
 DEVICE_REQUIRED = ("clang-offload-bundler", "llvm-objcopy")
-#: Taken when the tree has them (the codegen tools of COMPONENTS, the newer offload driver).
+#: Taken when the tree has them (the codegen tools of COMPONENTS, the newer offload
+#: driver), as are the device tools where the platform does not need them.
 OPTIONAL = (
     "llvm-objdump", "llvm-readobj", "llvm-readelf", "clang-offload-packager",
     "clang-linker-wrapper",
@@ -91,19 +92,16 @@ def collect(root: Path, *, device: bool) -> LlvmTree:
     required = REQUIRED + (DEVICE_REQUIRED if device else ())
     missing = [name for name in required if not os.path.lexists(root / "bin" / name)]
     if missing:
+        bundles = ", and HIP objects are bundled by clang-offload-bundler with llvm-objcopy"
+        targets = " ".join(["clang", "lld", *(DEVICE_REQUIRED if device else ())])
         raise UserError(
             f"The LLVM {kind} {root} lacks {', '.join('bin/' + m for m in missing)}: the "
-            "loop compiles with clang and clang++ and links device code with ld.lld"
-            + (
-                ", and HIP objects are bundled by clang-offload-bundler with llvm-objcopy"
-                if device
-                else ""
-            )
-            + ". Build them there (LLVM_ENABLE_PROJECTS=clang;lld, then `ninja clang lld"
-            + (" clang-offload-bundler llvm-objcopy" if device else "")
-            + "`) and import again."
+            f"loop compiles with clang and clang++ and links device code with ld.lld"
+            f"{bundles if device else ''}. Build them there (LLVM_ENABLE_PROJECTS=clang;lld, "
+            f"then `ninja {targets}`) and import again."
         )
-    for name in required + tuple(n for n in OPTIONAL if os.path.lexists(root / "bin" / n)):
+    present = [n for n in (*DEVICE_REQUIRED, *OPTIONAL) if os.path.lexists(root / "bin" / n)]
+    for name in dict.fromkeys([*required, *present]):
         _take(tree, f"bin/{name}", tool=True)
     clang = tree.elf.get(_final(tree, "bin/clang"))
     if clang is None:
