@@ -124,6 +124,25 @@ def test_a_bisect_dry_run_plans_its_steps_without_the_engine(llvm: Path, tmp_pat
     assert "4 pairs a step: — (no estimate: never run here)" in proc.stdout
 
 
+BUILD_TYPOS = [
+    (["stable", "--llvm", "HEAD"], "`build stable` uses the stable compiler; --llvm goes with"),
+    (["dev", "--llvm", "HEAD", "--package", "clang-16"], "Give one compiler at most"),
+    (["toolchain"], "`build toolchain` needs --package"),
+    (["dev", "--llvm", "nope"], "Commit 'nope' is not in the LLVM repository"),
+    (["dev", "--gpu-arch", "gfx9x"], "--gpu-arch 'gfx9x'"),
+]
+
+
+@pytest.mark.parametrize(("args", "said"), BUILD_TYPOS, ids=[" ".join(a) for a, _ in BUILD_TYPOS])
+def test_a_build_typo_fails_in_seconds_before_the_engine_is_asked(
+    llvm: Path, tmp_path: Path, args: list[str], said: str
+) -> None:
+    proc, seconds = command(llvm, tmp_path, "build", *args)
+    assert proc.returncode == 2 and said in proc.stderr, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr and "No Docker Engine" not in proc.stderr
+    assert seconds < QUICK, seconds
+
+
 def test_a_dry_run_needs_the_engine_only_to_look(llvm: Path, tmp_path: Path) -> None:
     """`--dry-run` checks everything first too, then asks the engine what exists."""
     proc, _ = bench(llvm, tmp_path, "--llvm", "HEAD", "--dry-run")

@@ -16,8 +16,9 @@ from orchestrator.core.settings import Settings, with_gpu_arch
 from orchestrator.images import blocks, catalog, lint
 from orchestrator.images.base import load_base_lock, make_base
 from orchestrator.images.gromacs import build_gromacs
+from orchestrator.images.llvm_tree import validate
 from orchestrator.images.render import known, render
-from orchestrator.images.toolchain_llvm import plan_toolchain_llvm
+from orchestrator.images.toolchain_llvm import plan_toolchain_llvm, resolve_llvm
 from orchestrator.workflows.build import toolchain_for
 from orchestrator.workflows.prune import DEFAULT_KEEP, prune
 from orchestrator.workflows.rebuild import REBUILD_REPO
@@ -38,6 +39,11 @@ def register(sub: Commands) -> None:
     p.add_argument("--toolchain", help="toolchain image holding the dev compiler")
     p.add_argument("--package", help="distribution compiler package for a toolchain (clang-16)")
     p.add_argument("--llvm", help="LLVM commit in ORCH_LLVM_SOURCE, or a checkout path (as it is)")
+    p.add_argument(
+        "--from-build", metavar="PATH",
+        help="an LLVM you built: its build tree (~/llvm-project/build) or install prefix, "
+        "imported as the toolchain instead of building LLVM again",
+    )  # fmt: skip
     p.add_argument(
         "--plan", action="store_true",
         help="with `toolchain --llvm`: what building that commit would compile and link "
@@ -94,6 +100,7 @@ def base(args: argparse.Namespace, settings: Settings, console: Console) -> int:
 
 def build(args: argparse.Namespace, settings: Settings, console: Console) -> int:
     settings = with_gpu_arch(settings, args.gpu_arch)
+    _check_build(args, settings)  # every mistake said at once, before the engine is asked
     client = engine.connect()
     if args.plan:
         if args.what != "toolchain" or not args.llvm:
@@ -108,15 +115,39 @@ def build(args: argparse.Namespace, settings: Settings, console: Console) -> int
     if args.what != "stable":
         toolchain = toolchain_for(
             client, settings, llvm=args.llvm, package=args.package, toolchain=args.toolchain,
-            emit=console,
+            from_build=args.from_build, emit=console,
         )  # fmt: skip
     if args.what != "toolchain":
         print(build_gromacs(client, settings, args.what, toolchain_tag=toolchain, emit=console).tag)
     elif toolchain is None or args.toolchain:
-        raise UsageError("`build toolchain` needs --package <clang-N|gcc-N> or --llvm <commit>.")
+        raise UsageError(
+            "`build toolchain` needs --package <clang-N|gcc-N>, --llvm <commit> or "
+            "--from-build <your LLVM build tree>."
+        )
     else:
         print(toolchain)
     return 0
+
+
+def _check_build(args: argparse.Namespace, settings: Settings) -> None:
+    """The compiler choice, the commit and the build tree, in seconds and without the
+    engine: a mistake must not wait for the builder image or an LLVM build."""
+    given = [f"--{n.replace('_', '-')}" for n in ("llvm", "package", "toolchain", "from_build")
+             if getattr(args, n)]  # fmt: skip
+    if len(given) > 1:
+        raise UsageError(f"Give one compiler at most (got {' and '.join(given)}).")
+    if args.what == "stable" and given:
+        raise UsageError(f"`build stable` uses the stable compiler; {given[0]} goes with "
+                         "`build dev` or `build toolchain`.")  # fmt: skip
+    if args.what == "toolchain" and not (args.llvm or args.package or args.from_build):
+        raise UsageError(
+            "`build toolchain` needs --package <clang-N|gcc-N>, --llvm <commit> or "
+            "--from-build <your LLVM build tree>."
+        )
+    if args.from_build:
+        validate(args.from_build)
+    if args.llvm:
+        resolve_llvm(settings, args.llvm)
 
 
 def images(args: argparse.Namespace, settings: Settings, console: Console) -> int:

@@ -454,12 +454,15 @@ def build_in_container(
     log: Path,
     emit: Emit = ignore,
     timeout: float = 24 * 3600,
+    archive: Path | None = None,
 ) -> str:
     """Run a build in a container, then commit it as an image; return the image id
     (with `changes` None nothing is committed and the id is "").
 
     For builds whose state outlives them in a volume (LLVM's tree), which `docker build`
-    cannot mount. `files` are put at `put_at` before the start; the output streams line
+    cannot mount. `files` are put at `put_at` before the start, and so is the content of
+    `archive`, a tar made by the caller (links and modes kept, streamed from disk: an
+    imported LLVM is gigabytes); the output streams line
     by line to `log` and `emit` as `build` streams its own, and a failure raises
     `ContainerBuildFailed` with the exit code. `changes` are `docker commit --change`
     lines. The container is removed whatever happens, so nothing half-built is left.
@@ -471,6 +474,9 @@ def build_in_container(
     try:
         if files:
             container.put_archive(put_at, _tar(files))
+        if archive is not None:
+            with archive.open("rb") as data:
+                container.put_archive(put_at, data)
         with _log_sink(log, what) as sink:
             emit(BuildStarted(f"building {what}", what=what, log=log))
 

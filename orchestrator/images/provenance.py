@@ -68,6 +68,11 @@ class ImageRecord(BaseModel):
     toolchain: str | None = None
     llvm_commit: str | None = None
     llvm_dirty: bool = False
+    #: The compiler's LLVM was imported from a tree built outside the tool (its path and
+    #: when, and where the commit was read): `rebuild` cannot make it again.
+    imported_from: str | None = None
+    imported_at: str | None = None
+    llvm_commit_from: str | None = None
     cmake_flags: list[str] = Field(default_factory=list)
     #: The GPU targets the build holds code for, comma-joined, primary first
     #: (`gfx1201,gfx942`); the label `gmxbench.gpu_arch`.

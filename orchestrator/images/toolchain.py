@@ -45,7 +45,8 @@ def finish(
     record = new_record(
         settings, "toolchain", tag, image_id, key, compiler=compiler.cxx,
         compiler_version=compiler.version, llvm_commit=compiler.llvm_commit,
-        llvm_dirty=compiler.llvm_dirty,
+        llvm_dirty=compiler.llvm_dirty, imported_from=compiler.imported_from,
+        imported_at=compiler.imported_at, llvm_commit_from=compiler.llvm_commit_from,
     )  # fmt: skip
     extra = {TOOLCHAIN_LABEL: compiler.model_dump_json()}
     return label_and_tag(client, image_id, record, [tag], emit, extra_labels=extra)
@@ -64,7 +65,8 @@ def compiler_of(client: Client, tag: str) -> Compiler:
     if image is None:
         raise UserError(
             f"Toolchain image {tag} is not in the engine. Build one with `nox -s build -- "
-            f"toolchain --package clang-16` (or --llvm <commit>), or `docker load` it."
+            f"toolchain --package clang-16` (or --llvm <commit>, or --from-build <your LLVM "
+            f"build tree>), or `docker load` it."
         )
     raw = image.labels.get(TOOLCHAIN_LABEL)
     if raw is None:

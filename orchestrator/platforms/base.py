@@ -79,6 +79,12 @@ class Compiler(BaseModel):
     #: sha256 over every file of an LLVM toolchain's prefix: the compile cache's key for
     #: its compilers, whose binaries stay the same when only libLLVM.so changes.
     content_sha256: str | None = None
+    #: An LLVM the user built, imported (`build toolchain --from-build`): the tree's path
+    #: and when, since no source the tool holds can make it again; and where its commit
+    #: was read (clang's `--version`, or the checkout beside the tree).
+    imported_from: str | None = None
+    imported_at: str | None = None
+    llvm_commit_from: str | None = None
 
 
 class CompileCacheStats(BaseModel):

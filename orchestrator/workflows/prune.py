@@ -70,7 +70,9 @@ def prune(
     llvm = [  # newest first, as listed
         r
         for r in records
-        if r.kind == "toolchain" and r.llvm_commit and platform in (None, r.platform)
+        if r.kind == "toolchain"
+        and (r.llvm_commit or r.imported_from)
+        and platform in (None, r.platform)
     ]
     seen: defaultdict[str | None, int] = defaultdict(int)
     done = Pruned(keep=keep, dry_run=dry_run)

@@ -38,15 +38,18 @@ from orchestrator.images.gromacs import (
 )
 from orchestrator.images.provenance import (
     LOCK_LABEL,
+    ImageRecord,
     Lockfile,
     build_log_path,
     image_file,
+    label,
     load_lockfile,
     lockfile_path,
     parse_lockfile,
     save_lockfile,
 )
 from orchestrator.images.render import render, uses_buildkit
+from orchestrator.images.toolchain_import import cannot_rebuild
 
 REBUILD_REPO = "gmxbench-rebuild"
 #: Tags that pin a rebuild's parents to their recorded ids while it builds.
@@ -99,6 +102,8 @@ def find_lockfile(client: Client, settings: Settings, target: str) -> Lockfile:
     saved = lockfile_path(settings.results_dir, tag)
     if saved.is_file():
         return load_lockfile(saved)
+    if image is not None and label("imported_from") in image.labels:  # a toolchain image
+        raise UserError(cannot_rebuild(ImageRecord.from_labels(tag, image.id, image.labels)))
     raise UserError(
         f"No lockfile for {tag}: it is neither in {saved.parent} nor on an image of that "
         f"name. List what can be rebuilt with `nox -s images`, or pass a lockfile path."
@@ -168,6 +173,8 @@ def rebuild(client: Client, settings: Settings, target: str, emit: Emit = ignore
     new id) so historical results can be re-run.
     """
     lock = find_lockfile(client, settings, target)
+    if lock.record.imported_from:
+        raise UserError(cannot_rebuild(lock.record))
     record, prefix = lock.record, str(lock.context["prefix"])
     dockerfile = dockerfile_of(lock, client)
     original = engine.image(client, record.id) if record.id else None
