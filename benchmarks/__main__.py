@@ -13,11 +13,12 @@ from benchmarks import (
     bench_loop,
     bench_parse,
     bench_runs,
+    bench_sequential,
     bench_slurm,
     bench_stats,
 )
 
-for title, table in [*bench_stats.main(), *bench_controlled.main()]:
+for title, table in [*bench_stats.main(), *bench_sequential.main(), *bench_controlled.main()]:
     print(title)
     if table and isinstance(table[0], dict):
         print(tabulate(table, headers="keys"))

@@ -29,6 +29,7 @@ from benchmarks.simulation import (
     DetectableCell,
     ReportCell,
     Scenario,
+    SequentialCell,
 )
 from orchestrator.results.paired import RepeatPlan
 
@@ -50,7 +51,7 @@ DEFAULT = next(iter(RULES))
 #: `bench` on a busy host: fixed pairs 3–10, and `--repeats auto`.
 BUSY_PLANS = (*(RepeatPlan(n, n) for n in PAIRS), AUTO)
 
-Job = Cell | ReportCell | AutoCell | DetectableCell | BusyCell
+Job = Cell | ReportCell | AutoCell | DetectableCell | BusyCell | SequentialCell
 
 
 def _trials(effect: float) -> int:
@@ -97,6 +98,8 @@ def _cost(job: Job) -> float:
         return job.trials * job.pairs * len(job.rules)
     if isinstance(job, BusyCell):
         return job.trials * job.plan.most * 3
+    if isinstance(job, SequentialCell):
+        return job.trials * 30
     return job.trials * 10
 
 
@@ -264,7 +267,7 @@ def headline(res: dict[Job, dict[str, float]]) -> list[str]:
         f"runs, CV 2–10%, 3–10 pairs: {_pct(pooled)} pooled over "
         f"{len(fixed_aa) * AA_TRIALS} trials; worst cell {_margin(worst, AA_TRIALS)} "
         f"({where.scenario.name}, CV {where.cv:.0%}, {where.pairs} pairs)",
-        f"--repeats auto ({AUTO.first}–{AUTO.most} pairs): A/A {_pct(sum(auto_aa) / len(auto_aa))} "
+        f"--repeats auto ({AUTO.start}–{AUTO.most} pairs): A/A {_pct(sum(auto_aa) / len(auto_aa))} "
         f"pooled, worst cell {_margin(max(auto_aa), AA_TRIALS)}",
         f"power for a true 3% change at CV 5%: {_pct(power[5])} at 5 pairs, {_pct(power[10])} "
         f"at 10 pairs, {_pct(power_auto['fires'])} with --repeats auto "

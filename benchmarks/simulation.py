@@ -13,9 +13,10 @@ everything), and drift and slow runs hit the whole run. The candidate's first ca
 is faster by `effect`.
 
 Every rule is the tool's own function (`compare_pairs`, `compare_samples`,
-`category_verdicts`, `RepeatPlan`, `busy.screen_pairs`) or a reference rule from
-`reference_rules`; a trial "fires" when the rule's report shows a change (a 🚀/🐢
-marker, asv's +/−, LNT's IMPROVED/REGRESSED). Deterministic: every cell seeds its own generator.
+`category_verdicts`, `RepeatPlan` with its settled verdicts, `busy.screen_pairs`) or a
+reference rule from `reference_rules`; a trial "fires" when the rule's report shows a
+change (a 🚀/🐢 marker, asv's +/−, LNT's IMPROVED/REGRESSED). Deterministic: every cell
+seeds its own generator.
 """
 
 from __future__ import annotations
@@ -23,17 +24,36 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from benchmarks import reference_rules
 from orchestrator.results.busy import screen_pairs, too_busy
 from orchestrator.results.compare import category_verdicts
-from orchestrator.results.paired import RepeatPlan, baseline_first, compare_pairs, repeat_plan
+from orchestrator.results.paired import (
+    AUTO_FIRST,
+    AUTO_MOST,
+    RepeatPlan,
+    baseline_first,
+    compare_pairs,
+    repeat_plan,
+)
 from orchestrator.results.stats import Verdict, compare_samples
 
 THRESHOLD, ALPHA = 2.0, 0.05
-#: `--repeats auto`, the default.
+#: `--repeats auto`, the default: settled verdicts from 4 pairs, the width rule from 6.
 AUTO = repeat_plan("auto")
+#: The rule before: the width rule alone, first look at 6 pairs.
+WIDTH_ONLY = RepeatPlan(AUTO_FIRST, AUTO_MOST)
+#: What the strict interim level prevents: the settled marker at alpha at every look.
+NAIVE = replace(AUTO, interim=ALPHA)
+#: The rules `SequentialCell` compares on the same data, by name ("10 pairs": the plain
+#: t test at the most pairs, the reference whose size is alpha).
+SEQUENTIAL_RULES = {
+    "before": WIDTH_ONLY,
+    "10 pairs": RepeatPlan(AUTO_MOST, AUTO_MOST),
+    "sequential": AUTO,
+    "naive": NAIVE,
+}
 #: Correlation of the categories' noise within one run.
 RHO = 0.5
 CATEGORIES = 7
@@ -253,14 +273,49 @@ class AutoCell:
         hits, pairs_used = 0, 0
         for _ in range(self.trials):
             base, cand = simulate(rng, self.plan.most, self.cv, self.effect, self.scenario)
-            n = 0
-            while more := self.plan.more(
-                base[0][:n], cand[0][:n], threshold_pct=THRESHOLD, alpha=ALPHA
-            ):
-                n += more
+            n = pairs_run(self.plan, base[0], cand[0])
             hits += fires(bench_rule(base[0][:n], cand[0][:n]), self.effect)
             pairs_used += n
         return {"fires": hits / self.trials, "pairs": pairs_used / self.trials}
+
+
+def pairs_run(plan: RepeatPlan, base: Sequence[float], cand: Sequence[float]) -> int:
+    """How many of the pairs `plan` runs before it stops."""
+    n = 0
+    while more := plan.more(base[:n], cand[:n], threshold_pct=THRESHOLD, alpha=ALPHA):
+        n += more
+    return n
+
+
+@dataclass(frozen=True)
+class SequentialCell:
+    """`--repeats auto` before (the width rule alone) and now (settled verdicts from 4
+    pairs), the plain t test at 10 pairs and the naive rule (the settled marker at alpha
+    at every look), on the same data sets: the share with a marker, the pairs run, and
+    the share with a marker that the rule before did not give on the same data ("extra")."""
+
+    scenario: Scenario
+    cv: float
+    effect: float
+    trials: int
+
+    def run(self) -> dict[str, float]:
+        rng = random.Random(seed_of(self))
+        got = dict.fromkeys(
+            (f"{r} {what}" for r in SEQUENTIAL_RULES for what in ("fires", "pairs", "extra")),
+            0.0,
+        )
+        for _ in range(self.trials):
+            base, cand = simulate(rng, AUTO_MOST, self.cv, self.effect, self.scenario)
+            before = False
+            for name, plan in SEQUENTIAL_RULES.items():
+                n = pairs_run(plan, base[0], cand[0])
+                fired = fires(bench_rule(base[0][:n], cand[0][:n]), self.effect)
+                before = fired if name == "before" else before
+                got[f"{name} fires"] += fired
+                got[f"{name} pairs"] += n
+                got[f"{name} extra"] += fired and not before
+        return {key: value / self.trials for key, value in got.items()}
 
 
 @dataclass(frozen=True)

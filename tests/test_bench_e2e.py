@@ -61,29 +61,38 @@ def test_dev_against_stable_with_repeats(
         assert result.finished and result.ns_per_day
 
 
-#: Student's t quantiles at 0.975 (published tables), by number of pairs (df = pairs - 1).
-T_975 = {6: 2.570582, 7: 2.446912, 8: 2.364624, 9: 2.306004, 10: 2.262157}
+#: Student's t quantiles (published tables), by number of pairs (df = pairs - 1): at 0.975,
+#: the interval the verdict prints, and at 0.9995, the interim looks' (alpha / 50).
+T_975 = {4: 3.182446, 5: 2.776445, 6: 2.570582, 7: 2.446912, 8: 2.364624, 9: 2.306004,
+         10: 2.262157}  # fmt: skip
+T_9995 = {4: 12.92398, 5: 8.610302, 6: 6.868827, 7: 5.958816, 8: 5.407883, 9: 5.041305}
 AUTO_STEPS = 200
 
 
 def _pairs_the_plan_runs(pairs: list[tuple[float, float, bool]], threshold_pct: float) -> int:
     """The default plan worked by hand (no code shared with `RepeatPlan`) over the pairs in
-    the order run, `(baseline ns/day, candidate ns/day, clean)`: 6 clean pairs, then 2 more
-    while the 95% interval of their ratio is wider than ± the threshold, at most 10; a pair
-    with a run that shared the machine does not count and is measured again, at most 20
-    pairs in all. How many pairs it runs."""
+    the order run, `(baseline ns/day, candidate ns/day, clean)`: 4 clean pairs, then 2 more
+    until the verdict is settled (the 95% interval of the ratio within ± the threshold, or
+    its 99.9% interval beyond it) or, from 6 pairs, the 95% interval is no wider than ± the
+    threshold, at most 10; a pair with a run that shared the machine does not count and is
+    measured again, at most 20 pairs in all. How many pairs it runs."""
     ran, logs = 0, []
+    down, up = math.log1p(-threshold_pct / 100), math.log1p(threshold_pct / 100)
     while True:
         n = len(logs)
-        if n < 6:
-            want = 6 - n
+        if n < 4:
+            want = 4 - n
         elif n >= 10:
             want = 0
         else:
             mean = sum(logs) / n
             sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
-            precise = 100 * math.expm1(T_975[n] * sd / math.sqrt(n)) <= threshold_pct
-            want = 0 if precise else min(2, 10 - n)
+            se = sd / math.sqrt(n)
+            within = down < mean - T_975[n] * se and mean + T_975[n] * se < up
+            beyond = mean - T_9995[n] * se > up or mean + T_9995[n] * se < down
+            settled = sd > 1e-9 and (within or beyond)
+            precise = n >= 6 and 100 * math.expm1(T_975[n] * se) <= threshold_pct
+            want = 0 if settled or precise else min(2, 10 - n)
         more = max(0, min(want, 20 - ran))
         if more == 0:
             return ran
@@ -103,7 +112,7 @@ def test_default_repeats_run_abba_pairs_as_the_plan_says(
     from orchestrator.runs.runner import RunStarted
 
     req = BenchRequest(system=SYSTEM, steps=AUTO_STEPS, tag=f"auto-{uuid.uuid4().hex[:8]}")
-    assert req.repeats == "auto" and repeat_plan(req.repeats) == RepeatPlan(6, 10, 2)
+    assert req.repeats == "auto" and repeat_plan(req.repeats) == RepeatPlan(6, 10, 2, early=4)
     started: list[str] = []
     clock = time.monotonic()
     outcome = bench(
@@ -137,7 +146,7 @@ def check_auto_bench(
             runs.append((start, log.stat().st_mtime_ns, side, pair, record))
     runs.sort(key=lambda run: run[:2])
     n = len(runs) // 2
-    assert len(runs) == 2 * n == outcome.runs and 6 <= n <= 20, groups
+    assert len(runs) == 2 * n == outcome.runs and 4 <= n <= 20, groups
     order = "".join(side for _, _, side, _, _ in runs)
     assert order == "".join("AB" if k % 2 else "BA" for k in range(1, n + 1)), f"order {order}"
     assert [pair for _, _, _, pair, _ in runs] == [k for k in range(1, n + 1) for _ in "AB"]

@@ -65,6 +65,8 @@ TYPOS = [
     (["--steps", "0"], "--steps 0: give a positive number of MD steps"),
     (["--repeats", "x"], "--repeats 'x' is not understood"),
     (["--repeats", "auto:4"], "--repeats 'auto:4' is not understood"),
+    (["--budget", "ten"], "--budget 'ten' (or ORCH_BENCH_BUDGET) is not understood"),
+    (["--budget", "0m"], "--budget '0m' (or ORCH_BENCH_BUDGET) is not understood"),
     (["--llvm", "HEAD", "--package", "clang-16"], "Give at most one of --llvm, --toolchain"),
     (["--against", "stable", "--against-llvm", "HEAD"], "Give at most one of --against,"),
     (["--llvm", "no-such-commit"], "Commit 'no-such-commit' is not in the LLVM repository"),

@@ -42,7 +42,7 @@ PAIR_LINE = re.compile(
 )
 MEASURED = re.compile(r"^(?:baseline|candidate) [\d.]+ ns/day in \d+:\d\d$")
 #: bench's line a batch at most: why it measures more pairs, which it left out
-NOTE_LINE = re.compile(r"^\[\d\d:\d\d\] .*(?:shared the machine: left out|clean pairs: the ns/day)")
+NOTE_LINE = re.compile(r"^\[\d\d:\d\d\] .*(?:shared the machine: left out|clean pairs: the ratio)")
 #: the verdict's lines on runs that shared the machine: a heading, a run a line (at most
 #: `report.NOISE_LINES`, then "… and N more"), and the note naming the pairs left out
 NOISE_LINE = re.compile(
@@ -51,8 +51,9 @@ NOISE_LINE = re.compile(
 
 
 def test_readme_first_command_fits_in_a_hundred_lines(engine: Any, session_results: Path) -> None:
-    from orchestrator.results.paired import AUTO_FIRST, AUTO_MOST
+    from orchestrator.results.paired import AUTO_MOST
     from orchestrator.results.report import NOISE_LINES
+    from orchestrator.results.sequential import AUTO_EARLY
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("ORCH_")}
     env["ORCH_RESULTS_DIR"] = str(session_results)
@@ -93,7 +94,7 @@ def test_readme_first_command_fits_in_a_hundred_lines(engine: Any, session_resul
     # Each pair is one line with both sides' ns/day and noise flag; their logs are in
     # their folders.
     (where,) = {m[1] for line in lines if (m := RUN_LOGS.match(line))}
-    assert len(pairs) >= AUTO_FIRST, said  # at least the plan's first batch
+    assert len(pairs) >= AUTO_EARLY, said  # at least the plan's first batch
     for measured, _noise, *run_ids in (m.groups() for m in pairs):
         assert all(MEASURED.match(side) for side in measured.split(", ")), measured
         for run_id in run_ids:

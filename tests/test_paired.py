@@ -13,6 +13,7 @@ import pytest
 from orchestrator.core.errors import UsageError
 from orchestrator.results import paired, student
 from orchestrator.results.paired import RepeatPlan, compare_pairs, repeat_plan
+from orchestrator.results.sequential import AUTO_EARLY, interim_alpha, settle
 
 VECTORS: dict[str, Any] = json.loads(
     (Path(__file__).parent / "data" / "stats_vectors.json").read_text(encoding="utf-8")
@@ -171,7 +172,8 @@ def test_abba_order_cancels_a_linear_drift() -> None:
 def test_repeat_plan_parsing() -> None:
     assert repeat_plan(6) == RepeatPlan(6, 6) and not repeat_plan("6").adaptive
     auto = repeat_plan("auto")
-    assert auto == RepeatPlan(paired.AUTO_FIRST, paired.AUTO_MOST) and auto.adaptive
+    assert auto == RepeatPlan(paired.AUTO_FIRST, paired.AUTO_MOST, early=AUTO_EARLY)
+    assert auto.adaptive and auto.start == AUTO_EARLY
     assert repeat_plan("auto:20").most == 20
     for bad in ("0", "-1", "many", "auto:2", "auto:x", 0):
         with pytest.raises(UsageError, match="--repeats"):
@@ -189,3 +191,47 @@ def test_auto_adds_pairs_until_the_interval_is_narrow_enough() -> None:
     ten_b, ten_c = noisy_b * 2 + [100.0, 101.0], noisy_c * 2 + [99.0, 104.0]
     assert plan.more(ten_b, ten_c, threshold_pct=2, alpha=0.05) == 0  # the most: stop
     assert RepeatPlan(3, 3).more(quiet[:3], quiet[:3], threshold_pct=2, alpha=0.05) == 0
+
+
+def _pairs(ratios: list[float]) -> tuple[list[float], list[float]]:
+    return [100.0] * len(ratios), [100.0 * r for r in ratios]
+
+
+def test_auto_stops_at_four_pairs_once_no_marker_can_fire() -> None:
+    """The 95% interval within ±2%: said with the interval, and the verdict has no marker."""
+    base, cand = _pairs([1.001, 0.999, 1.002, 0.9985])
+    look = repeat_plan("auto").look(base, cand, threshold_pct=2, alpha=0.05)
+    assert look.more == 0 and look.stop is not None and not look.stop.marker
+    assert look.why and "lies within ±2%: no marker can fire" in look.why, look.why
+    assert compare_pairs(base, cand, higher_is_better=True).marker == "•"
+    before = RepeatPlan(paired.AUTO_FIRST, paired.AUTO_MOST)  # the width rule alone
+    assert before.more(base, cand, threshold_pct=2, alpha=0.05) == 2
+
+
+def test_auto_stops_once_the_marker_is_settled_at_the_strict_level() -> None:
+    """Beyond +2% at 99.9%: the marker at alpha is certain; at 95% only, it goes on."""
+    base, cand = _pairs([1.10, 1.101, 1.099, 1.1005, 1.0995, 1.1])
+    look = repeat_plan("auto").look(base[:4], cand[:4], threshold_pct=2, alpha=0.05)
+    assert look.stop is not None and look.stop.marker and look.more == 0, look
+    assert "99.9% interval" in str(look.why) and "beyond +2%" in str(look.why)
+    assert compare_pairs(base[:4], cand[:4], higher_is_better=True).marker == "🚀"
+    loose = [1.05, 1.04, 1.06, 1.045]  # 95% interval 1.035–1.062, 99.9% 0.995–1.105
+    d = [math.log(r) for r in loose]
+    assert settle(d, threshold_pct=2, alpha=0.05, interim=0.05) is not None  # the naive rule
+    assert settle(d, threshold_pct=2, alpha=0.05) is None
+    look = repeat_plan("auto").look(*_pairs(loose), threshold_pct=2, alpha=0.05)
+    assert look.more == 2 and "interval 1.035–1.062 does not settle" in str(look.why), look
+    assert interim_alpha(0.05) == pytest.approx(0.001)
+
+
+def test_auto_never_stops_where_the_width_rule_would_not_unless_settled() -> None:
+    """From 6 pairs the width rule as before; a zero spread settles nothing."""
+    auto = repeat_plan("auto")
+    same = [100.0] * 4
+    assert auto.more(same, same, threshold_pct=2, alpha=0.05) == 2  # no spread: not settled
+    base, cand = _pairs([1.001, 0.999, 1.03, 0.97, 1.0, 1.002])
+    assert auto.more(base, cand, threshold_pct=2, alpha=0.05) == 2  # ±3%: wider
+    assert RepeatPlan(4, 4, early=AUTO_EARLY).more(base[:4], cand[:4], threshold_pct=2,
+                                                   alpha=0.05) == 0  # fmt: skip
+    assert auto.look_clean(base, cand, ran=20, threshold_pct=2, alpha=0.05).why is None
+    assert auto.describe().startswith("4 to 10 interleaved pairs (auto: until the verdict")

@@ -64,6 +64,7 @@ def register(sub: Commands) -> None:
     p.add_argument("--tag", default=None)
     p.add_argument("--steps", type=int, default=None)
     p.add_argument("--repeats", default="auto", help="interleaved pairs: N, auto, auto:MAX")
+    p.add_argument("--budget", help="the runs' time (10m, 90s, 1h): pairs and steps fitted to it")
     p.add_argument("--no-llvm-rebuild", action="store_true")
     p.add_argument("--no-gmx-rebuild", action="store_true")
     p.add_argument(

@@ -217,6 +217,11 @@ class Settings(BaseSettings):
         "local", description="where runs run: here, or as SLURM batch jobs (ORCH_SLURM__*)"
     )
     slurm: SlurmSettings = Field(default_factory=SlurmSettings)
+    bench_budget: str | None = Field(
+        None,
+        description="the runs' time of every `bench` (`10m`, `90s`, `1h`) when --budget is "
+        "not given: pairs, and steps where the kernel trace allows, fitted to it",
+    )
     debian_mirror: str = Field(
         "http://deb.debian.org/debian", description="mirror for `orchestrator base`"
     )

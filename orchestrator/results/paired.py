@@ -37,13 +37,15 @@ the noise, not that there is none, so the verdict is "no spread observed: untest
 (spreads below `SPREAD_FLOOR` on the log scale, far under any timer's resolution but
 above floating-point rounding of equal ratios, count as zero).
 
-`--repeats auto` (`RepeatPlan`) adds two pairs at a time until the (1 - alpha) confidence
-interval of the ratio is within ± the marker threshold, or a maximum is reached. The rule
-looks only at the interval's width, never at its position, so it does not stop on a lucky
-difference: for normal data the mean and the spread are independent and the interval keeps
-its coverage to first order (Stein 1945; Chow & Robbins 1965, *Ann. Math. Stat.* 36:457).
-Stopping on a small spread still selects a little: its false-alarm rate is measured by the
-same simulation, which is why the first look waits for 6 pairs.
+`--repeats auto` (`RepeatPlan`) looks at the pairs every two pairs from 4 and stops once
+the verdict is settled (`results.sequential`: the interval lies within ± the threshold,
+or beyond it at a strict interim level), or from 6 pairs once the (1 - alpha) interval of
+the ratio is within ± the threshold, or at a maximum. The width rule looks only at the
+interval's width, never at its position, so it does not stop on a lucky difference: for
+normal data the mean and the spread are independent and the interval keeps its coverage
+to first order (Stein 1945; Chow & Robbins 1965, *Ann. Math. Stat.* 36:457). Stopping on
+a small spread still selects a little: its false-alarm rate is measured by the same
+simulation, which is why the width rule's first look waits for 6 pairs.
 """
 
 from __future__ import annotations
@@ -51,11 +53,12 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from orchestrator.core.errors import UsageError
 from orchestrator.results.detectable import marker_change, median_sd, threshold_limit
+from orchestrator.results.sequential import AUTO_EARLY, Stop, interval, settle
 from orchestrator.results.stats import (
     Verdict,
     format_p,
@@ -67,9 +70,10 @@ from orchestrator.results.stats import (
 )
 from orchestrator.results.student import t_ppf, t_sf2
 
-#: `--repeats auto`: pairs before the first look, the most pairs, and pairs added per look.
-#: A first look at 4 pairs stopped on luckily small spreads often enough to raise the A/A
-#: rate to 5.2–5.7 % at CV 5 % (simulated); from 6 pairs on it matches the fixed-n test.
+#: `--repeats auto`: the width rule's first look, the most pairs, and pairs added per look.
+#: The width rule's look at 4 pairs stopped on luckily small spreads often enough to raise
+#: the A/A rate to 5.2–5.7 % at CV 5 % (simulated); from 6 pairs on it matches the fixed-n
+#: test. The settled verdict is looked for from `sequential.AUTO_EARLY` (4) pairs on.
 AUTO_FIRST, AUTO_MOST, AUTO_STEP = 6, 10, 2
 #: Power at which the minimum detectable change is stated.
 POWER = 0.8
@@ -247,11 +251,30 @@ def ci_halfwidth_pct(
     return 100 * math.expm1(half)
 
 
+def ci_ratio(
+    baseline: Sequence[float], candidate: Sequence[float], *, alpha: float
+) -> tuple[float, float]:
+    """The (1 - alpha) interval of the ratio (n >= 2)."""
+    d = log_ratios(baseline, candidate)
+    low, high = interval(d, alpha)
+    return math.exp(low), math.exp(high)
+
+
 def precise_enough(
     baseline: Sequence[float], candidate: Sequence[float], *, threshold_pct: float, alpha: float
 ) -> bool:
     """The (1 - alpha) interval of the ratio lies within ± `threshold_pct` of its centre."""
     return ci_halfwidth_pct(baseline, candidate, alpha=alpha) <= threshold_pct
+
+
+@dataclass(frozen=True)
+class Look:
+    """What a look at the pairs decided: pairs to run next (0: stop) and why (None: the
+    first batch, or the plan's last pair); `stop` when the verdict settled early."""
+
+    more: int
+    why: str | None = None
+    stop: Stop | None = None
 
 
 @dataclass(frozen=True)
@@ -261,55 +284,85 @@ class RepeatPlan:
     first: int
     most: int
     step: int = AUTO_STEP
+    #: From this many pairs on, a settled verdict stops (`results.sequential`); None: never.
+    early: int | None = None
+    #: The interim looks' level (None: `sequential.interim_alpha`); the simulation's naive
+    #: rule sets alpha here to show what the strict level prevents.
+    interim: float | None = None
+
+    @property
+    def start(self) -> int:
+        """Pairs before the first look."""
+        return self.first if self.early is None else min(self.early, self.first)
 
     @property
     def adaptive(self) -> bool:
-        return self.most > self.first
+        return self.most > self.start
 
     def describe(self) -> str:
         if not self.adaptive:
-            return f"{self.first} interleaved pairs"
-        return (
-            f"{self.first} to {self.most} interleaved pairs (auto: until the CI of the ratio "
-            "is within ± the threshold)"
-        )
+            return f"{self.most} interleaved pairs"
+        until = "the CI of the ratio is within ± the threshold"
+        if self.early is not None:
+            until = "the verdict is settled or " + until
+        return f"{self.start} to {self.most} interleaved pairs (auto: until {until})"
+
+    def look(
+        self, baseline: Sequence[float], candidate: Sequence[float], *, threshold_pct: float,
+        alpha: float,
+    ) -> Look:  # fmt: skip
+        """How many pairs to run next, given the pairs so far, and why."""
+        n = len(baseline)
+        if n < self.start:
+            return Look(self.start - n)
+        if n >= self.most:
+            return Look(0)
+        d = log_ratios(baseline, candidate)
+        some_spread = n >= 2 and math.sqrt(variance(d)) > SPREAD_FLOOR
+        if self.early is not None and n >= max(self.early, MIN_PAIRS) and some_spread:
+            stop = settle(d, threshold_pct=threshold_pct, alpha=alpha, interim=self.interim)
+            if stop is not None:
+                return Look(0, stop.why, stop)
+        width = ci_halfwidth_pct(baseline, candidate, alpha=alpha)
+        known = f"the ratio is known to ±{width:.1f}%"
+        if width <= threshold_pct:
+            if n >= self.first:
+                return Look(0, f"{known}, within ±{threshold_pct:g}%")
+            low, high = ci_ratio(baseline, candidate, alpha=alpha)
+            known = f"the ratio's interval {low:.3f}–{high:.3f} does not settle the verdict yet"
+        else:
+            known += f", wider than ±{threshold_pct:g}%"
+        return Look(min(self.step, self.most - n), known)
 
     def more(
-        self,
-        baseline: Sequence[float],
-        candidate: Sequence[float],
-        *,
-        threshold_pct: float,
+        self, baseline: Sequence[float], candidate: Sequence[float], *, threshold_pct: float,
         alpha: float,
-    ) -> int:
+    ) -> int:  # fmt: skip
         """How many pairs to run next, given the pairs so far (0: stop)."""
-        n = len(baseline)
-        if n < self.first:
-            return self.first - n
-        if n >= self.most or precise_enough(
-            baseline, candidate, threshold_pct=threshold_pct, alpha=alpha
-        ):
-            return 0
-        return min(self.step, self.most - n)
+        return self.look(baseline, candidate, threshold_pct=threshold_pct, alpha=alpha).more
 
-    def more_clean(
-        self,
-        baseline: Sequence[float],
-        candidate: Sequence[float],
-        *,
-        ran: int,
-        threshold_pct: float,
-        alpha: float,
-    ) -> int:
-        """`more`, when the values are the clean pairs only and `ran` pairs ran in all.
+    def look_clean(
+        self, baseline: Sequence[float], candidate: Sequence[float], *, ran: int,
+        threshold_pct: float, alpha: float,
+    ) -> Look:  # fmt: skip
+        """`look`, when the values are the clean pairs only and `ran` pairs ran in all.
 
         A pair with a run that shared the machine (`results.busy`) does not count: it is
         measured again, up to `most` such extra pairs, so `bench` runs at most 2 * `most`
         pairs however busy the host is; past the budget the comparison says how many
         clean pairs there are, or that the host was too busy to judge.
         """
-        wanted = self.more(baseline, candidate, threshold_pct=threshold_pct, alpha=alpha)
-        return max(0, min(wanted, 2 * self.most - ran))
+        got = self.look(baseline, candidate, threshold_pct=threshold_pct, alpha=alpha)
+        more = max(0, min(got.more, 2 * self.most - ran))
+        return replace(got, more=more, why=got.why if more or not got.more else None)
+
+    def more_clean(
+        self, baseline: Sequence[float], candidate: Sequence[float], *, ran: int,
+        threshold_pct: float, alpha: float,
+    ) -> int:  # fmt: skip
+        """`look_clean`'s pairs to run next (0: stop)."""
+        return self.look_clean(baseline, candidate, ran=ran, threshold_pct=threshold_pct,
+                               alpha=alpha).more  # fmt: skip
 
 
 def repeat_plan(value: int | str) -> RepeatPlan:
@@ -317,9 +370,9 @@ def repeat_plan(value: int | str) -> RepeatPlan:
     text = str(value).strip().lower()
     problem = (
         f"--repeats {value!r} is not understood: give a number of interleaved pairs (1 or "
-        f"more), `auto` ({AUTO_FIRST} pairs, then {AUTO_STEP} more at a time while the "
-        f"ns/day interval is wider than ± the threshold, at most {AUTO_MOST}) or `auto:MAX` "
-        f"(the same, at most MAX pairs, MAX >= {AUTO_FIRST})."
+        f"more), `auto` ({AUTO_EARLY} pairs, then {AUTO_STEP} more at a time until the "
+        f"verdict is settled or the interval is within ± the threshold, at most {AUTO_MOST}) "
+        f"or `auto:MAX` (the same, at most MAX pairs, MAX >= {AUTO_FIRST})."
     )
     mode: Literal["auto", "fixed"] = "auto" if text.startswith("auto") else "fixed"
     try:
@@ -333,4 +386,4 @@ def repeat_plan(value: int | str) -> RepeatPlan:
         raise UsageError(problem) from None
     if most < AUTO_FIRST:
         raise UsageError(problem)
-    return RepeatPlan(AUTO_FIRST, most)
+    return RepeatPlan(AUTO_FIRST, most, early=AUTO_EARLY)

@@ -26,11 +26,12 @@ from orchestrator.images.gromacs import DEV_CURRENT
 from orchestrator.images.provenance import ImageRecord, Lockfile, load_lockfile
 from orchestrator.images.toolchain_llvm import llvm_tag, resolve_llvm
 from orchestrator.platforms import active
-from orchestrator.platforms.base import ProfileMode
+from orchestrator.platforms.base import Platform, ProfileMode
 from orchestrator.results.paired import MIN_PAIRS, repeat_plan
 from orchestrator.runs.recipe import load_system
 from orchestrator.runs.runner import check_limits
 from orchestrator.runs.store import RunStore
+from orchestrator.workflows.budget import Fit, budget_seconds, duration, fit, traced
 from orchestrator.workflows.placement import AUTO
 
 
@@ -64,6 +65,9 @@ class BenchRequest:
     measure_anyway: bool = False
     #: Print the plan (images built or reused, runs, estimated times); build nothing.
     dry_run: bool = False
+    #: The runs' time (`10m`, `90s`, `1h`): pairs, and steps where a trace allows, fitted
+    #: to it (`workflows.budget`); None: ORCH_BENCH_BUDGET, else no budget.
+    budget: str | None = None
 
 
 #: `--against stable`: the stable image (the vendor compiler), today's "dev vs stable".
@@ -129,6 +133,8 @@ def check_options(req: BenchRequest) -> tuple[BenchRequest, list[str]]:
                          f"and --against-package (got {' and '.join(bases)}): they name the "
                          "baseline.")  # fmt: skip
     check_numbers(steps=req.steps, threshold_pct=req.threshold_pct, alpha=req.alpha)
+    if req.budget is not None:
+        budget_seconds(req.budget)  # a bad --budget says what it takes
     plan = repeat_plan(req.repeats)  # a bad --repeats says what it takes
     notes = []
     if not plan.adaptive and (plan.most < MIN_PAIRS or plan.most % 2):
@@ -144,10 +150,14 @@ def check_options(req: BenchRequest) -> tuple[BenchRequest, list[str]]:
 
 def settle(settings: Settings, req: BenchRequest) -> Settled:
     """`req` checked and both sides resolved, without the engine: a mistake in any option,
-    system or commit is a `UsageError` in seconds, before anything is built."""
+    system or commit is a `UsageError` in seconds, before anything is built; so is a
+    budget that no plan fits, where this machine's stored runs say so."""
+    if req.budget is None and settings.bench_budget is not None:
+        req = replace(req, budget=settings.bench_budget)
     req, notes = check_options(req)
     if req.system != AUTO:
         load_system(req.system, settings.recipes_dirs)  # an unknown system names the known
+        fitted(settings, req)
     candidate: Side | None = None
     if req.llvm:
         commit = resolve_llvm(settings, req.llvm)
@@ -182,6 +192,22 @@ def _baseline(settings: Settings, req: BenchRequest, candidate: Side | None) -> 
     base = base_of(candidate.llvm)
     how = "HEAD" if candidate.llvm.dirty else "parent"
     return Side(f"{how} {base.short}", base, base.source, base.full)
+
+
+def fitted(
+    settings: Settings, req: BenchRequest, platform: Platform | None = None,
+    stack: str | None = None,
+) -> Fit | None:  # fmt: skip
+    """The runs of `req` fitted to its budget (None: no budget, or a system not yet
+    picked), on `platform` with `stack` (default: this host's, the settings' stack)."""
+    if req.budget is None or req.system == AUTO:
+        return None
+    system = load_system(req.system, settings.recipes_dirs)
+    on = platform or active(settings)
+    trace = traced(on, stack or settings.rocm_stack, req.profile, req.cpu_only, system)
+    return fit(settings, budget=budget_seconds(req.budget), system=system,
+               plan=repeat_plan(req.repeats), steps=req.steps, cpu_only=req.cpu_only,
+               trace=trace)  # fmt: skip
 
 
 def llvm_settings(settings: Settings, side: Side) -> Settings:
@@ -282,12 +308,15 @@ def _estimate(locks: list[Lockfile], platform: str, flavor: str) -> tuple[float 
 def _runs_line(settings: Settings, settled: Settled) -> PlanLine:
     req = settled.request
     rp = repeat_plan(req.repeats)
-    pairs = f"{rp.first}" if not rp.adaptive else f"{rp.first}–{rp.most}"
+    pairs = f"{rp.start}" if not rp.adaptive else f"{rp.start}–{rp.most}"
     if req.system == AUTO:
         return PlanLine(f"{pairs} interleaved pairs on the system --system auto picks", None,
                         "no estimate: the system is picked after the codegen diff")  # fmt: skip
+    budgeted = fitted(settings, req)
+    if budgeted is not None:
+        return PlanLine(budgeted.words, budgeted.seconds, budgeted.basis or "no estimate")
     system = load_system(req.system, settings.recipes_dirs).name
-    what = f"{pairs} interleaved pairs ({2 * rp.first}"
+    what = f"{pairs} interleaved pairs ({2 * rp.start}"
     what += f"–{2 * rp.most}" if rp.adaptive else ""
     what += f" runs) on {system}"
     each = run_seconds(settings, system, req.steps)
@@ -296,7 +325,7 @@ def _runs_line(settings: Settings, settled: Settled) -> PlanLine:
     seconds, basis = each
     if rp.adaptive:
         basis += f"; up to {2 * rp.most * seconds / 60:.0f} min if every pair is needed"
-    return PlanLine(what, 2 * rp.first * seconds, basis)
+    return PlanLine(what, 2 * rp.start * seconds, basis)
 
 
 def run_seconds(settings: Settings, system: str, steps: int | None) -> tuple[float, str] | None:
@@ -330,11 +359,3 @@ def plan_text(lines: list[PlanLine]) -> str:
     if unknown:
         total += f" and {unknown} step{'s' if unknown > 1 else ''} with no estimate"
     return "\n".join(["plan (nothing is built or run):", *out, total])
-
-
-def duration(seconds: float) -> str:
-    if seconds == 0:
-        return "0 s"
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    return f"{seconds / 60:.0f} min"

@@ -1,10 +1,10 @@
 """Both sides of a bench measured now, in interleaved pairs (ABBA ABBA…), until the
-verdict is precise enough or the plan's pairs are spent; a pair that shared the machine
-is left out and measured again."""
+verdict is settled or precise enough, or the plan's pairs or the budget are spent; a pair
+that shared the machine is left out and measured again."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from orchestrator.core.engine import Client
@@ -13,12 +13,13 @@ from orchestrator.core.events import Emit, Folded, Step
 from orchestrator.core.settings import Settings
 from orchestrator.images.provenance import ImageRecord
 from orchestrator.platforms import get
-from orchestrator.results.paired import RepeatPlan, baseline_first, ci_halfwidth_pct, repeat_plan
+from orchestrator.results.paired import RepeatPlan, baseline_first, repeat_plan
 from orchestrator.runs import runner, store
 from orchestrator.runs.executors import Job, executor_for
 from orchestrator.runs.recipe import load_system
 from orchestrator.runs.store import RunResult
-from orchestrator.workflows.bench_plan import BenchRequest, duration, run_seconds
+from orchestrator.workflows.bench_plan import BenchRequest, fitted, run_seconds
+from orchestrator.workflows.budget import LEAST_PAIRS, Spend, budget_seconds, duration
 
 
 @dataclass
@@ -42,12 +43,20 @@ def run_pairs(
     baseline is history, not the comparison, since a machine drifts between benches (with
     each run 0.5 % slower than the last, reusing one gave 57 % false alarms at 7 runs).
     The pairs run in counterbalanced order so a linear drift cancels; `--repeats auto`
-    adds pairs until the ns/day interval is within ± the threshold (`RepeatPlan`). A pair
-    with a run that shared the machine does not count (`results.busy`): it is measured
-    again, at most the plan's most extra pairs (`RepeatPlan.more_clean`).
+    stops once the verdict is settled or the ns/day interval is within ± the threshold
+    (`RepeatPlan`), and says why. A pair with a run that shared the machine does not count
+    (`results.busy`): it is measured again, at most the plan's most extra pairs
+    (`RepeatPlan.look_clean`). A budget fits the pairs and steps before the first run and
+    cuts the pairs as their measured times spend it (`workflows.budget`).
     """
     plan = repeat_plan(req.repeats)
     system = load_system(req.system, settings.recipes_dirs).name
+    spend = None
+    fit = fitted(settings, req, get(baseline.platform or "cpu"), baseline.rocm_stack)
+    if fit is not None and req.budget is not None:
+        plan, budget = fit.plan, budget_seconds(req.budget)
+        spend = Spend(budget, fit.pair_seconds, min(plan.most, LEAST_PAIRS))
+        req = replace(req, steps=fit.steps)
     default_tag = "aa" if candidate is baseline else "bench"
     if candidate.llvm_commit:
         default_tag = f"llvm-{candidate.llvm_commit}"
@@ -59,21 +68,26 @@ def run_pairs(
     )
     clean: tuple[list[float], list[float]] = ([], [])  # pairs whose runs had the host alone
     left_out: list[int] = []  # the last batch's pairs with a run that shared the machine
-    how_many = str(plan.most) if not plan.adaptive else f"{plan.first}–{plan.most}"
+    how_many = str(plan.most) if not plan.adaptive else f"{plan.start}–{plan.most}"
     executor = executor_for(client, settings)
-    emit(Step(_expected(settings, system, req.steps, plan)))
-    while more := plan.more_clean(
-        *clean, ran=groups.pairs, threshold_pct=req.threshold_pct, alpha=req.alpha
-    ):
-        why = []
-        if left_out:
-            why.append(_left_out(left_out))
-        if len(clean[0]) >= 2:
-            width = ci_halfwidth_pct(*clean, alpha=req.alpha)
-            why.append(f"{len(clean[0])} clean pairs: the ns/day ratio is known to "
-                       f"±{width:.1f}%, wider than ±{req.threshold_pct:g}%")  # fmt: skip
-        if why:  # a line a batch at most: the console's length follows the pairs
+    emit(Step(fit.line if fit is not None else _expected(settings, system, req.steps, plan)))
+    while True:
+        look = plan.look_clean(*clean, ran=groups.pairs, threshold_pct=req.threshold_pct,
+                               alpha=req.alpha)  # fmt: skip
+        more, said = look.more, None
+        if spend is not None and more:
+            more, said = spend.cap(more, groups.pairs, len(clean[0]))
+        why = [_left_out(left_out)] if left_out else []
+        if more and look.why:
+            why.append(f"{len(clean[0])} clean pairs: {look.why}")
+        if why and more:  # a line a batch at most: the console's length follows the pairs
             emit(Step("; ".join(why) + f": {more} more pairs"))
+        if said:
+            emit(Step(said))
+        if not more:
+            if look.more == 0 and look.why:
+                emit(Step(f"stopped after {len(clean[0])} clean pairs: {look.why}"))
+            break
         batch: list[Job] = []
         for _ in range(more):
             groups.pairs += 1
@@ -93,6 +107,8 @@ def run_pairs(
                     f"unfinished in {settings.results_dir / result.run_id}. No verdict without it."
                 )
             groups.results.append(result)
+        if spend is not None:
+            spend.add(ran)
         pairs = enumerate(zip(ran[::2], ran[1::2], strict=True), groups.pairs - more + 1)
         left_out = [pair for pair, both in pairs if not _keep_clean(pair, both, clean)]
     if left_out:
@@ -105,12 +121,12 @@ def run_pairs(
 
 def _expected(settings: Settings, system: str, steps: int | None, plan: RepeatPlan) -> str:
     """What the runs will take, said before they start: from this machine's stored runs."""
-    runs = f"{2 * plan.first}" + (f"–{2 * plan.most}" if plan.adaptive else "")
+    runs = f"{2 * plan.start}" + (f"–{2 * plan.most}" if plan.adaptive else "")
     known = run_seconds(settings, system, steps)
     if known is None:
         return f"{runs} runs on {system}: no estimate (never run here)"
     each, basis = known
-    span = duration(2 * plan.first * each)
+    span = duration(2 * plan.start * each)
     if plan.adaptive:
         span += f"–{duration(2 * plan.most * each)}"
     return f"{runs} runs on {system}: about {span} ({basis})"
