@@ -25,12 +25,12 @@ def test_aa_same_build_has_no_significant_change(
     engine: Any, cpu_settings: Any, stable_image: Any
 ) -> None:
     # alpha 0.01 keeps this test's own false-alarm rate under ~1% per CI run.
-    req = BenchRequest(system=SYSTEM, steps=STEPS, repeats=5, tag="aa", alpha=0.01)
+    req = BenchRequest(system=SYSTEM, steps=STEPS, repeats=4, tag="aa", alpha=0.01)
     outcome = bench(engine, cpu_settings, req)
     cmp = outcome.comparison
-    assert outcome.runs == 10 and 0 < outcome.container_seconds < outcome.elapsed
+    assert outcome.runs == 8 and 0 < outcome.container_seconds < outcome.elapsed
     assert cmp.paired and all("__kernel-baseline-aa-r" in name for name in cmp.baseline)
-    assert cmp.ns_per_day.n_baseline == cmp.ns_per_day.n_candidate == 5
+    assert cmp.ns_per_day.n_baseline == cmp.ns_per_day.n_candidate == 4
     assert cmp.categories, "the CPU cycle accounting gives per-category timings"
     assert cmp.ns_per_day.testable, cmp.ns_per_day.note
     for name, verdict in {"ns/day": cmp.ns_per_day, **cmp.categories}.items():
@@ -41,19 +41,19 @@ def test_aa_same_build_has_no_significant_change(
         assert verdict.marker == "•"
     out = render(cmp)
     assert out.startswith(f"{stable_image.build} on water:3k:pme: ")  # the headline first
-    assert "statistics: 5 interleaved pairs" in out
+    assert "statistics: 4 interleaved pairs" in out
 
 
 @pytest.mark.full_compile  # builds the CPU dev image (see tests/test_images_e2e.py)
 def test_dev_against_stable_with_repeats(
     engine: Any, cpu_settings: Any, stable_image: Any, toolchain_image: str
 ) -> None:
-    req = BenchRequest(toolchain=toolchain_image, system=SYSTEM, steps=STEPS, repeats=3)
+    req = BenchRequest(toolchain=toolchain_image, system=SYSTEM, steps=STEPS, repeats=4)
     cmp = bench(engine, cpu_settings, req).comparison
     out = render(cmp)
     assert cmp.label.startswith("LLVM ")  # the dev compiler is an LLVM toolchain
     assert out.startswith(cmp.headline)
-    assert "statistics: 3 interleaved pairs" in out  # the baseline is measured again
+    assert "statistics: 4 interleaved pairs" in out  # the baseline is measured again
     assert "nbnxm" in out and "pme_spread" in out
     for run in cmp.candidate:
         result = RunStore.load(cpu_settings.results_dir / run)

@@ -20,7 +20,7 @@ from orchestrator.workflows.bench import BenchRequest, bench
 
 pytestmark = pytest.mark.engine
 
-PAIRS = 3  # the fewest a marker needs: without the flags, a verdict would be given
+PAIRS = 4  # the fewest bench runs (a marker needs 3, made even): enough for a verdict
 
 
 @pytest.fixture
@@ -51,7 +51,7 @@ def test_an_aa_bench_beside_a_busy_cpu_gives_no_marker_and_says_why(
     cmp = outcome.comparison
     assert cmp is not None and outcome.verdict == "too busy"  # the database's and webhook's
     # Every run saw the spinning processes; each pair was measured again once (the budget
-    # is the plan's most, 3 extra pairs), then the bench stopped: 6 pairs, all left out.
+    # is the plan's most, 4 extra pairs), then the bench stopped: 8 pairs, all left out.
     results = [RunStore.load(cpu_settings.results_dir / r) for r in cmp.baseline + cmp.candidate]
     assert len(results) == outcome.runs == 4 * PAIRS
     assert all(r.noise is not None and r.noise.warnings for r in results)
@@ -60,8 +60,10 @@ def test_an_aa_bench_beside_a_busy_cpu_gives_no_marker_and_says_why(
     # the second's, with the budget spent (the console's length follows pairs, not runs).
     shared = [e.text for e in events if isinstance(e, Step) and "shared the machine" in e.text]
     assert shared == [
-        f"pairs 1, 2, 3 shared the machine: left out of the verdict: {PAIRS} more pairs",
-        "pairs 4, 5, 6 shared the machine: left out of the verdict, not measured again: the "
+        f"pairs {_listed(1, PAIRS)} shared the machine: left out of the verdict: {PAIRS} more "
+        "pairs",
+        f"pairs {_listed(PAIRS + 1, 2 * PAIRS)} shared the machine: left out of the verdict, "
+        "not measured again: the "
         f"budget of {PAIRS} extra pairs is spent",
     ]
     assert len(cmp.left_out) == 2 * PAIRS
@@ -76,3 +78,7 @@ def test_an_aa_bench_beside_a_busy_cpu_gives_no_marker_and_says_why(
     assert "🚀" not in out + hook and "🐢" not in out + hook
     assert "too busy to judge" in cmp.stats_line and "no verdict" in out
     assert "other processes used" in out  # and what it shared the machine with
+
+
+def _listed(first: int, last: int) -> str:
+    return ", ".join(str(pair) for pair in range(first, last + 1))

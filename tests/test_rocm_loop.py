@@ -239,7 +239,7 @@ def test_a_changing_commit_names_only_its_kernels_and_builds_only_its_side(
     tag = re.search(rf"{re.escape(change.dev.build)}__water-3k-pme__(llvm-{short}-[\d-]+)-r1", out)
     assert tag, out
     group = runs.group(f"{change.dev.build}__water-3k-pme__{tag.group(1)}")
-    assert len(group) == 4
+    assert 4 <= len(group) <= 8  # 4 pairs, and those that shared the machine again
     for path in group:
         result = RunStore.load(path)
         assert result.finished and result.ns_per_day

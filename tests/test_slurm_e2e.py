@@ -73,12 +73,12 @@ def test_bench_through_slurm_is_the_verdict_of_its_runs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
     monkeypatch.setenv("ORCH_WEBHOOK_URL", SECRET)  # as a user would keep it
-    req = BenchRequest(toolchain=toolchain_image, system="bandwidth:8MiB", repeats=2)
+    req = BenchRequest(toolchain=toolchain_image, system="bandwidth:8MiB", repeats=4)
     outcome = bench(engine, settings, req)
     cmp = outcome.comparison
     store = RunStore(settings.results_dir)
     names = cmp.baseline + cmp.candidate
-    assert len(names) == 4
+    assert len(names) == 8
     jobs = set()
     for name in names:
         run_dir = store.path(name)
@@ -92,7 +92,7 @@ def test_bench_through_slurm_is_the_verdict_of_its_runs(
         assert "--executor local --no-database" in script
         assert "secret-token" not in script  # the webhook stays on the submitting host
         assert "secret-token" not in (run_dir / "result.json").read_text()
-    assert len(jobs) == 4
+    assert len(jobs) == 8
     assert not list((settings.results_dir / ".scheduler").iterdir())  # all moved to runs
     base = [run for name in cmp.baseline for run in store.finished(name)]
     cand = [run for name in cmp.candidate for run in store.finished(name)]
