@@ -171,7 +171,7 @@ def run_bisect(args: argparse.Namespace, settings: Settings, console: Console) -
             console(Message(note))
         print(plan_text(plan_lines(settings, checked)))
         return 0
-    outcome = bisect(engine.connect(), settings, request, console)
+    outcome = bisect(engine.connect(), settings, checked, console)
     found = outcome.record
     print(bisect_text(found, args.format), end="")
     if outcome.first_bad is not None:

@@ -30,8 +30,14 @@ from orchestrator.platforms.base import Platform, ProfileMode
 from orchestrator.results.paired import MIN_PAIRS, repeat_plan
 from orchestrator.runs.recipe import load_system
 from orchestrator.runs.runner import check_limits
-from orchestrator.runs.store import RunStore
-from orchestrator.workflows.budget import Fit, budget_seconds, duration, fit, traced
+from orchestrator.workflows.budget import (
+    Fit,
+    budget_seconds,
+    duration,
+    fit,
+    stored_runs,
+    traced,
+)
 from orchestrator.workflows.placement import AUTO
 
 
@@ -331,15 +337,7 @@ def _runs_line(settings: Settings, settled: Settled) -> PlanLine:
 def run_seconds(settings: Settings, system: str, steps: int | None) -> tuple[float, str] | None:
     """A run's seconds on `system` here: the median of stored finished runs, those with
     the same steps when there are any."""
-    store = RunStore(settings.results_dir)
-    done = []
-    for path in store.runs():
-        try:
-            result = store.load(path)
-        except UserError:  # an unreadable record only loses an estimate
-            continue
-        if result.system == system and result.finished and result.duration_seconds:
-            done.append(result)
+    done = stored_runs(settings, system)
     same = [r for r in done if steps is None or r.steps == steps] or done
     if not same:
         return None

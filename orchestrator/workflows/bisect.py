@@ -165,10 +165,10 @@ def plan_lines(settings: Settings, checked: Checked) -> list[PlanLine]:
 
 
 def bisect(
-    client: Client, settings: Settings, req: BisectRequest, emit: Emit = ignore
+    client: Client, settings: Settings, req: BisectRequest | Checked, emit: Emit = ignore
 ) -> BisectOutcome:
     """Bisect `good..bad` in `settings.llvm_source`; every step lands in the database."""
-    checked = check(settings, req)
+    checked = req if isinstance(req, Checked) else check(settings, req)
     for note in checked.notes:
         emit(Message(note))
     req, source, good, bad = checked.request, checked.source, checked.good, checked.bad

@@ -94,7 +94,7 @@ def run_time(settings: Settings, system: str, steps: int | None, cpu_only: bool)
     to the medians at two or more step counts; from one step count, the runs' own set-up
     time (or none) apart and the rest proportional to steps, which says so. None: no run.
     `steps` None (a kernel benchmark): the median run, whatever its steps."""
-    runs = _stored(settings, system, cpu_only)
+    runs = stored_runs(settings, system, cpu_only)
     if not runs:
         return None
     if steps is None or not any(r.steps for r in runs):
@@ -123,7 +123,9 @@ def run_time(settings: Settings, system: str, steps: int | None, cpu_only: bool)
         f"{rest}assumed proportional to steps ({why})"))  # fmt: skip
 
 
-def _stored(settings: Settings, system: str, cpu_only: bool) -> list[RunResult]:
+def stored_runs(settings: Settings, system: str, cpu_only: bool | None = None) -> list[RunResult]:
+    """This machine's finished runs of `system` with their durations (None: GPU and
+    `--cpu-only` runs alike): what every estimate of a run's time is made from."""
     store = RunStore(settings.results_dir)
     done = []
     for path in store.runs():
@@ -131,7 +133,7 @@ def _stored(settings: Settings, system: str, cpu_only: bool) -> list[RunResult]:
             result = store.load(path)
         except UserError:  # an unreadable record only loses an estimate
             continue
-        alike = result.system == system and result.cpu_only == cpu_only
+        alike = result.system == system and cpu_only in (None, result.cpu_only)
         if alike and result.finished and result.duration_seconds:
             done.append(result)
     return done
