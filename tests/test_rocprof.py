@@ -257,13 +257,12 @@ def test_empty_file_and_empty_directory_are_user_errors(tmp_path: Path) -> None:
     empty.write_text("")
     with pytest.raises(UserError, match="is empty"):
         parse_kernel_csv(empty)
-    rocpd = tmp_path / "db"
-    rocpd.mkdir()
-    (rocpd / "results.db").write_bytes(b"SQLite format 3\x00")
+    nothing = tmp_path / "db"
+    nothing.mkdir()
     with pytest.raises(UserError) as err:
-        parse_rocprof(rocpd)
-    assert "rocpd2csv" in err.value.message
-    assert "--output-format csv" in err.value.message
+        parse_rocprof(nothing)
+    assert "No rocpd database (*.db) or rocprof kernel CSV" in err.value.message
+    assert "--output-format rocpd" in err.value.message
 
 
 def test_float_and_odd_cells_in_a_trace(tmp_path: Path) -> None:

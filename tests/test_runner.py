@@ -70,8 +70,8 @@ def test_rocm_missing_devices_are_preflight_problems(tmp_path: Path) -> None:
 def test_rocm_trace_launches_rocprofv3_from_rocm_path() -> None:
     script = RocmPlatform().launch(["gmx", "mdrun"], "trace", "/run")
     assert script == (
-        'exec "${ROCM_PATH:-/opt/rocm}/bin/rocprofv3" --kernel-trace --stats --output-format '
-        "csv -d /run/rocprof -- gmx mdrun\n"
+        'exec "${ROCM_PATH:-/opt/rocm}/bin/rocprofv3" --kernel-trace --output-format '
+        "rocpd -d /run/rocprof -- gmx mdrun\n"
     )
     assert CpuPlatform().launch(["gmx", "mdrun"], "trace", "/run") == "exec gmx mdrun\n"
 
@@ -247,7 +247,7 @@ def test_dry_run_rocm_cli(engine: Any, stable_image: Any, tmp_path: Path) -> Non
     try:
         shown = dry_run("--profile=trace")
         assert (
-            '/bin/rocprofv3" --kernel-trace --stats --output-format csv -d /run/rocprof --'
+            '/bin/rocprofv3" --kernel-trace --output-format rocpd -d /run/rocprof --'
             in shown["run.sh"]
         )
         assert "cap_add" not in shown

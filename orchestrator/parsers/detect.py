@@ -1,8 +1,8 @@
 """Detect what a file or folder of profiler output holds and parse it to JSON-able dicts.
 
 Detection looks at names and headers, not at what the caller claims: an md.log by any
-name, a rocprof CSV, or a folder of rocprof output. Run directories are the run store's
-business (`orchestrator.runs.store.inspect`), which uses these for the files inside.
+name, a rocprof CSV or rocpd database, or a folder of rocprof output. Run directories are
+the run store's business (`orchestrator.runs.store.inspect`), which uses these for the files inside.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 
 from orchestrator.core.errors import UsageError
 from orchestrator.parsers.mdlog import cycle_breakdown, parse_mdlog
+from orchestrator.parsers.rocpd import is_sqlite
 from orchestrator.parsers.rocprof import find_rocprof_files, parse_rocprof
 
 
@@ -37,17 +38,21 @@ def _looks_like_csv(path: Path) -> bool:
 
 
 def parse_file(path: Path) -> dict[str, Any]:
-    """An md.log or a rocprof CSV, whatever its name, as a dict with a `kind` key."""
+    """An md.log, a rocprof CSV or a rocpd database, whatever its name, as a dict with a
+    `kind` key."""
     if not path.is_file():
-        raise UsageError(f"{path} is not a file. Pass an md.log or a rocprof CSV.")
-    if _looks_like_csv(path):
+        raise UsageError(
+            f"{path} is not a file. Pass an md.log, a rocprof CSV or a rocpd database."
+        )
+    if path.suffix.lower() == ".db" or is_sqlite(path) or _looks_like_csv(path):
         gpu = parse_rocprof(path)
         return {"kind": "rocprof", "path": str(path), "gpu_breakdown": gpu.model_dump(mode="json")}
     return {"kind": "mdlog", "path": str(path), **mdlog_dict(path)}
 
 
 def parse_profile_dir(path: Path) -> dict[str, Any] | None:
-    """A folder of rocprof kernel CSVs (any depth) as a dict; None when it has none."""
+    """A folder of rocpd databases or rocprof kernel CSVs (any depth) as a dict; None when
+    it has none."""
     if not find_rocprof_files(path):
         return None
     return {

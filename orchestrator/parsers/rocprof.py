@@ -1,5 +1,8 @@
 """Parse rocprofv3 / legacy rocprof kernel CSVs into a per-category :class:`KernelBreakdown`.
 
+rocprofv3's ``rocpd`` databases (ROCm 7.0's default) are read by :mod:`.rocpd` and summed
+here the same way, so both formats of one run give the same breakdown.
+
 Columns are found by header *name* (case and ``_`` insensitive), never by position: the
 kernel_trace layout changed from 18 to 19 to 22 columns across ROCm 6.x-7.x, ``rocpd2csv``
 prepends ``Guid`` and renames ``LDS_Block_Size`` to ``Lds_Block_Size``, and legacy rocprof
@@ -32,7 +35,7 @@ import csv
 import io
 import re
 from array import array
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
 from collections.abc import Iterable, Iterator
 from itertools import chain, repeat
 from operator import length_hint, sub
@@ -47,6 +50,7 @@ from orchestrator.parsers.breakdown import (
     build_breakdown,
 )
 from orchestrator.parsers.categories import classify
+from orchestrator.parsers.rocpd import agents_note, is_sqlite, read_rocpd
 
 __all__ = [
     "CategoryTotal",
@@ -56,6 +60,8 @@ __all__ = [
     "parse_kernel_csv",
     "parse_rocprof",
 ]
+
+_ROCPD_LABEL = "rocpd kernel dispatches"
 
 # Layouts: (source label, required normalised columns). Checked in this order.
 _TRACE_V3 = ("kernelname", "starttimestamp", "endtimestamp")
@@ -461,13 +467,23 @@ def _call_stats(
     return stats
 
 
+def _is_rocpd(path: Path) -> bool:
+    return path.suffix.lower() == ".db" or is_sqlite(path)
+
+
 def _combine(files: list[Path]) -> KernelBreakdown:
     labels: list[str] = []
     calls: dict[str, int] = {}
     total: dict[str, int] = {}
     durations: dict[str, list[array[int]]] = {}
+    agents: Counter[str] = Counter()
     for path in files:
-        label, c, t, d = _read_file(path)
+        if _is_rocpd(path):
+            dispatches, on = read_rocpd(path)
+            agents.update(on)
+            label, c, t, d = _from_trace(_ROCPD_LABEL, dispatches)
+        else:
+            label, c, t, d = _read_file(path)
         if label not in labels:
             labels.append(label)
         for name, ns in t.items():
@@ -483,23 +499,31 @@ def _combine(files: list[Path]) -> KernelBreakdown:
         [str(p) for p in files],
         _rows(calls, total),
         call_stats=_call_stats(durations, clean_calls),
+        notes=[note] if (note := agents_note(agents)) else [],
     )
 
 
 def parse_kernel_csv(path: Path) -> KernelBreakdown:
-    """One rocprofv3 kernel_trace/kernel_stats CSV, or a legacy rocprof results CSV."""
+    """One rocprofv3 kernel_trace/kernel_stats CSV or rocpd database, or a legacy rocprof
+    results CSV."""
     return _combine([path])
 
 
 def find_rocprof_files(directory: Path) -> list[Path]:
-    """Kernel CSVs under ``directory`` (recursive, hostname sub-folders included).
+    """rocprofv3's rocpd databases, else kernel CSVs, under ``directory`` (recursive).
 
+    A run of ROCm 7.0 or later writes rocpd by default (``<host>/<pid>_results.db``); where
+    both formats were written they hold the same dispatches, so the databases are read.
     Traces win over stats because summing End-Start per dispatch is exact; within the
     chosen kind every file (one per process id) is returned, to be summed.
     """
 
     def glob(pattern: str) -> list[Path]:
         return sorted(p for p in directory.rglob(pattern) if p.is_file())
+
+    databases = glob("*.db")
+    if databases:
+        return databases
 
     v1_stats = [p for p in glob("*.stats.csv") if not _NOT_KERNEL.search(p.name.lower())]
     siblings = [stats.with_name(stats.name[: -len(".stats.csv")] + ".csv") for stats in v1_stats]
@@ -516,22 +540,19 @@ def parse_rocprof(path: Path) -> KernelBreakdown:
         files = find_rocprof_files(path)
         if not files:
             hint = ""
-            if any(path.rglob("*.db")):
-                hint = (
-                    " It holds rocpd databases (.db): convert them with "
-                    "'rocpd2csv' or rerun rocprofv3 with --output-format csv."
-                )
-            elif any(path.rglob("*counter_collection.csv")):
+            if any(path.rglob("*counter_collection.csv")):
                 hint = (
                     " It holds counter_collection.csv files (rocprofv3 --pmc, one per pass, "
                     "each pass a rerun): pass one of them by name."
                 )
             raise UserError(
-                f"No rocprof kernel CSV (*kernel_trace.csv, *kernel_stats.csv, "
-                f"results.stats.csv) under {path}.{hint} Profile with "
-                "'rocprofv3 --kernel-trace --stats --output-format csv -d <dir> -- gmx mdrun ...'."
+                f"No rocpd database (*.db) or rocprof kernel CSV (*kernel_trace.csv, "
+                f"*kernel_stats.csv, results.stats.csv) under {path}.{hint} Profile with "
+                "'rocprofv3 --kernel-trace --output-format rocpd -d <dir> -- gmx mdrun ...'."
             )
         return _combine(files)
     if not path.exists():
-        raise UserError(f"{path} does not exist. Pass a rocprof CSV or its output directory.")
+        raise UserError(
+            f"{path} does not exist. Pass a rocpd database, a rocprof CSV or their directory."
+        )
     return parse_kernel_csv(path)

@@ -449,8 +449,8 @@ class RocmPlatform(Platform):
     ) -> str:  # fmt: skip
         """mdrun, or mdrun under a profiler of the image's ROCm ($ROCM_PATH/bin)."""
         options = options or ProfilerOptions()
-        if profile == "trace":
-            trace = ["--kernel-trace", "--stats", "--output-format", "csv",
+        if profile == "trace":  # rocpd: upstream's default and maintained format since 7.0
+            trace = ["--kernel-trace", "--output-format", "rocpd",
                      "-d", f"{workdir}/{TRACE_DIR}", "--", *mdrun]  # fmt: skip
             return f'exec {ROCM_BIN}/rocprofv3" {shlex.join(trace)}\n'
         if profile == "counters":
