@@ -9,7 +9,12 @@ from pathlib import Path
 import pytest
 
 from orchestrator.core.errors import UsageError
-from orchestrator.core.settings import environment_of, load_settings, with_gpu_arch
+from orchestrator.core.settings import (
+    GROMACS_2026_RELEASE,
+    environment_of,
+    load_settings,
+    with_gpu_arch,
+)
 from orchestrator.platforms import active
 from orchestrator.platforms.cpu import CpuPlatform
 from orchestrator.platforms.rocm import RocmPlatform, gpu_arch, gpu_archs, rocm_path
@@ -36,8 +41,34 @@ def test_defaults_for_rocm(monkeypatch: pytest.MonkeyPatch) -> None:
     platform = active(s)
     assert platform.base_image(s) == DEFAULT_ROCM_BASE
     assert rocm_path(s) == "/opt/rocm/core-7.12"
-    assert platform.gromacs_source(s).ref == "4947-hip-feature-enablement"
+    assert platform.gromacs_source(s) == GROMACS_2026_RELEASE
     assert gpu_arch(s).startswith("gfx")
+
+
+def test_a_downloaded_tarball_without_its_sha256_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ORCH_GROMACS__URL", "https://example.org/gromacs-2026.3.tar.gz")
+    monkeypatch.setenv("ORCH_GROMACS__REF", "v2026.3")
+    with pytest.raises(UsageError) as err:
+        load_settings()
+    message = err.value.message
+    assert "https://example.org/gromacs-2026.3.tar.gz" in message and "\n" not in message
+    assert "ORCH_GROMACS__SHA256" in message
+    monkeypatch.setenv("ORCH_GROMACS__SHA256", "1" * 64)
+    assert load_settings().gromacs is not None
+
+
+def test_the_hip_feature_branch_stays_an_explicit_choice(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ORCH_PLATFORM", "rocm")
+    monkeypatch.setenv("ORCH_GROMACS__URL", "git+https://gitlab.com/gromacs/gromacs.git")
+    monkeypatch.setenv("ORCH_GROMACS__REF", "4947-hip-feature-enablement")
+    source = active(load_settings()).gromacs_source(load_settings())
+    assert (source.url, source.ref, source.sha256) == (
+        "git+https://gitlab.com/gromacs/gromacs.git",
+        "4947-hip-feature-enablement",
+        None,
+    )
 
 
 def test_env_beats_toml(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

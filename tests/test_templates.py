@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 
 from orchestrator.core.errors import UsageError
-from orchestrator.core.settings import Settings
+from orchestrator.core.settings import GROMACS_2026_RELEASE, Settings
 from orchestrator.images.blocks import example_context
 from orchestrator.images.render import render, render_script, templates, uses_buildkit
 from orchestrator.images.toolchain_llvm import COMPONENTS, configure_line
-from orchestrator.platforms.rocm import code_object_flag
+from orchestrator.platforms.rocm import STACKS, code_object_flag
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
@@ -350,8 +350,32 @@ def test_rocm_base_environment_and_checks() -> None:
 
 
 @pytest.mark.usefixtures("isolated")
+@pytest.mark.parametrize("stack", ["amd", "debian"])
+def test_rocm_stacks_build_the_checksummed_gromacs_2026_release(stack: str) -> None:
+    """Both stacks default to upstream's 2026 release tarball, verified where it is
+    downloaded: a branch is no reproducible input, and a tarball without its sha256
+    would build whatever the server sends."""
+    source = STACKS[stack].default_gromacs
+    assert re.fullmatch(r"https://ftp\.gromacs\.org/gromacs/gromacs-2026\.\d+\.tar\.gz", source.url)
+    assert source.sha256 is not None and re.fullmatch(r"[0-9a-f]{64}", source.sha256)
+    assert source == GROMACS_2026_RELEASE
+    text = render(
+        "gromacs-stable-rocm",
+        example_context("gromacs-stable-rocm", settings("rocm", rocm_stack=stack)),
+    )
+    download = f"RUN curl -fsSL -o gromacs.tar.gz {source.url}\n"
+    check = f'RUN echo "{source.sha256}  gromacs.tar.gz" | sha256sum -c -\n'
+    assert download + check in text
+    assert "git clone" not in text
+
+
+@pytest.mark.usefixtures("isolated")
 def test_git_source_without_a_resolved_commit_checks_out_the_ref() -> None:
-    context = example_context("gromacs-stable-rocm", settings("rocm"))
+    branch = {
+        "url": "git+https://gitlab.com/gromacs/gromacs.git",
+        "ref": "4947-hip-feature-enablement",
+    }
+    context = example_context("gromacs-stable-rocm", settings("rocm", gromacs=branch))
     context["source"] = {**context["source"], "commit": None}
     text = render("gromacs-stable-rocm", context)
     assert "checkout --quiet 4947-hip-feature-enablement" in text

@@ -16,7 +16,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -85,6 +93,18 @@ class GromacsSource(BaseModel):
             raise ValueError("must be the 64 lowercase hex digits of a sha256")
         return value
 
+    @model_validator(mode="after")
+    def _remote_tarball_checksummed(self) -> GromacsSource:
+        """A downloaded tarball is verified in the build, so it must come with its sha256."""
+        remote = not self.url.startswith(("git+", "deb-src:")) and not self.local
+        if remote and self.sha256 is None:
+            raise ValueError(
+                f"the tarball {self.url} is downloaded in the build and checked against its "
+                "sha256, so set ORCH_GROMACS__SHA256 to the sha256 its publisher gives "
+                "(for a git branch or tag, use ORCH_GROMACS__URL=git+<repository url>)"
+            )
+        return self
+
     @property
     def local(self) -> bool:
         """A tarball on this machine: sent in the build context, never downloaded."""
@@ -93,6 +113,18 @@ class GromacsSource(BaseModel):
     @property
     def path(self) -> Path:
         return Path(self.url.removeprefix("file://"))
+
+
+#: GROMACS 2026.3 as upstream releases it, the default of both ROCm stacks: full HIP
+#: support (every GPU kernel, GPU-direct communication, the GPU-only path) in a release.
+#: The sha256 of upstream's release tarball, as Homebrew's `gromacs` formula and other
+#: public recipes of 2026.3 pin it; `shared/gromacs/`'s offline tarball is a `git archive`
+#: of the tag, another file with another sha256.
+GROMACS_2026_RELEASE = GromacsSource(
+    url="https://ftp.gromacs.org/gromacs/gromacs-2026.3.tar.gz",
+    ref="v2026.3",
+    sha256="1094b7bbc6a3960223827114626657110b40096cdf9598a727935fc84ebf8aa0",
+)
 
 
 class SlurmResources(BaseModel):

@@ -19,7 +19,12 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from orchestrator.core.engine import KEEP_GROUPS, EngineKind
-from orchestrator.core.settings import GromacsSource, Settings, split_targets
+from orchestrator.core.settings import (
+    GROMACS_2026_RELEASE,
+    GromacsSource,
+    Settings,
+    split_targets,
+)
 from orchestrator.parsers.breakdown import KernelBreakdown
 from orchestrator.parsers.codegen import probe_argv
 from orchestrator.parsers.mdlog import MdLog
@@ -145,9 +150,7 @@ STACKS: dict[str, RocmStack] = {
         name="amd",
         default_base="rocm/dev-ubuntu-24.04:7.12-complete",
         builder_template="rocm-base",
-        default_gromacs=GromacsSource(
-            url="git+https://gitlab.com/gromacs/gromacs.git", ref="4947-hip-feature-enablement"
-        ),
+        default_gromacs=GROMACS_2026_RELEASE,
         cmake_rocm_root=True,
         stable_hip_flags=False,
         has_profilers=True,
@@ -157,9 +160,7 @@ STACKS: dict[str, RocmStack] = {
         name="debian",
         default_base=f"{DEBOOTSTRAP_REPO}:sid",
         builder_template="rocm-debian-base",
-        default_gromacs=GromacsSource(
-            url="git+https://gitlab.com/gromacs/gromacs.git", ref="v2026.3"
-        ),
+        default_gromacs=GROMACS_2026_RELEASE,
         cmake_rocm_root=False,
         stable_hip_flags=True,
         has_profilers=False,

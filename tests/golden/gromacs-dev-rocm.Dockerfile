@@ -5,11 +5,8 @@
 FROM gmxbench-builder:rocm-example AS source
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 WORKDIR /src
-RUN git clone --quiet --filter=blob:none --no-checkout https://gitlab.com/gromacs/gromacs.git gromacs \
- && git -C gromacs checkout --quiet 7f24a2dbf3000000000000000000000000000000 \
- && tar -C /src --sort=name --mtime=@1704067200 --owner=0 --group=0 --numeric-owner \
-        --exclude=.git -czf gromacs.tar.gz gromacs \
- && rm -rf gromacs
+RUN curl -fsSL -o gromacs.tar.gz https://ftp.gromacs.org/gromacs/gromacs-2026.3.tar.gz
+RUN echo "1094b7bbc6a3960223827114626657110b40096cdf9598a727935fc84ebf8aa0  gromacs.tar.gz" | sha256sum -c -
 RUN sha256sum gromacs.tar.gz | cut -d' ' -f1 > gromacs.tar.gz.sha256
 
 FROM gmxbench-toolchain:rocm-example
@@ -17,7 +14,7 @@ SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 COPY --from=source /src/gromacs.tar.gz /src/gromacs.tar.gz.sha256 /src/
 ENV SOURCE_DATE_EPOCH=1704067200
 ARG GMXBENCH_NO_COMPILE_CACHE=
-RUN --mount=type=cache,id=gmxbench-ccache-rocm-bbbbbbbbbbbb-6a99bbcbbbcc,target=/ccache \
+RUN --mount=type=cache,id=gmxbench-ccache-rocm-bbbbbbbbbbbb-ed7cee944b48,target=/ccache \
     mkdir -p /src/gromacs /opt/gmxbench \
  && tar -C /src/gromacs --strip-components=1 -xzf /src/gromacs.tar.gz \
  && export CCACHE_DIR=/ccache CCACHE_COMPILERCHECK=content CCACHE_STATSLOG=/tmp/ccache-stats.log \
