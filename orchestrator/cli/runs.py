@@ -86,7 +86,9 @@ def register(sub: Commands) -> None:
     v.add_argument("--dry-run", action="store_true", help="say what would be done")
     v.set_defaults(handler=clean)
 
-    p = sub.add_parser("parse", help="parse an md.log, rocprof CSV(s) or a run directory to JSON")
+    p = sub.add_parser(
+        "parse", help="parse an md.log, rocprof CSV(s), rocpd databases or a run directory to JSON"
+    )
     p.add_argument("path", type=Path)
     p.set_defaults(handler=parse)
 

@@ -464,7 +464,9 @@ def inspect(path: Path) -> dict[str, Any]:
     if path.is_file():
         return detect.parse_file(path)
     if not path.is_dir():
-        raise UsageError(f"{path} is neither a file nor a directory. Pass a log, CSV or folder.")
+        raise UsageError(
+            f"{path} is neither a file nor a directory. Pass a log, CSV, rocpd .db or folder."
+        )
     log = log_file(path)
     if log is not None:
         profiled = (p.profile_breakdown(path) for p in PLATFORMS)
@@ -479,8 +481,8 @@ def inspect(path: Path) -> dict[str, Any]:
     if profile is not None:
         return profile
     raise UserError(
-        f"{path} holds neither a run (topol.log or md.log) nor rocprof kernel CSVs "
-        "(*kernel_trace.csv, *kernel_stats.csv, results.stats.csv). Pass one of those."
+        f"{path} holds neither a run (topol.log or md.log) nor rocprofv3 output (rocpd "
+        "*.db, *kernel_trace.csv, *kernel_stats.csv, results.stats.csv). Pass one of those."
     )
 
 
