@@ -66,7 +66,8 @@ def made(engine: Any) -> Iterator[Callable[..., tuple[ImageRecord, str]]]:
                 labels={**parent_labels, "gmxbench.layers": layers},
             )  # fmt: skip
         engine_mod.tag(engine, parent_id, parent_tag)
-        record = ImageRecord(tag=f"gromacs:{name}", id="", build=name, platform="cpu")
+        tag = f"gromacs:{name}" if "/" not in name and ":" not in name else name
+        record = ImageRecord(tag=tag, id="", build=name, platform="cpu")
         lock = Lockfile(
             record=record, template="test", context={"why": "share trust tests"},
             dockerfile_sha256="0" * 64, parents={parent_tag: parent_id} if pin_parent else {},
@@ -75,7 +76,6 @@ def made(engine: Any) -> Iterator[Callable[..., tuple[ImageRecord, str]]]:
             engine, f"FROM {parent_id}\nCOPY b /b\n", what=record.tag, files={"b": name.encode()}
         )
         embedded = {LOCK_LABEL: lock.model_dump_json(exclude={"record": {"id"}})}
-        tag = f"gromacs:{name}" if "/" not in name and ":" not in name else name
         record.id = label_and_tag(engine, raw, record, [tag], _quiet, embedded)
         refs.extend([tag, parent_tag])
         return record, parent_id
