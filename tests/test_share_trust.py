@@ -153,7 +153,7 @@ def _tags(client: Any) -> dict[str, str]:
 # --- finding 1: the engine applies a manifest other than the one checked ---------------
 
 
-@pytest.mark.parametrize("second", ["manifest.json", "./manifest.json"])
+@pytest.mark.parametrize("second", ["manifest.json", "./manifest.json", "the only manifest"])
 def test_second_manifest_that_moves_a_tag_is_refused(
     engine: Any, made: Any, clean_engine: Any, tmp_path: Path, second: str
 ) -> None:
@@ -166,10 +166,15 @@ def test_second_manifest_that_moves_a_tag_is_refused(
     def plant(members: Tar) -> Tar:
         entries = _docker_manifest(members)
         entries[0]["RepoTags"] = [victim, "gromacs:planted"]
-        return [*members, _file(second, json.dumps(entries).encode())]
+        planted = _file(second, json.dumps(entries).encode())
+        if second == "the only manifest":  # refused, or else the tags it moved are put back
+            return [(i, json.dumps(entries).encode() if i.name == "manifest.json" else d)
+                    for i, d in members]  # fmt: skip
+        return [*members, planted]
 
     bad = _craft(archive, tmp_path / "two.gmxbench.tar.gz", image_tar=plant)
-    with pytest.raises(UserError, match=r"manifest\.json"):
+    refused = r"manifest\.json|would tag|changed the engine's tags"
+    with pytest.raises(UserError, match=refused):
         share.load(clean_engine, _settings(tmp_path / "r"), bad, trust=True)
     assert _tags(clean_engine) == before  # the base's tag still names its own image
     assert engine_mod.image(clean_engine, record.id) is None

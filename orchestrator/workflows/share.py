@@ -387,8 +387,9 @@ def _load_exactly(client: Client, saved: SavedImages, ids: list[str], where: str
                 else:
                     engine.untag(client, ref)
     if changed or loaded != set(ids):
-        for extra in loaded - set(ids) - present:
-            engine.untag(client, extra)
+        for new in [*ids, *sorted(loaded - set(ids))]:  # the image before its parents
+            if new not in present:
+                engine.untag(client, new)
         raise UserError(
             f"Loading {where} changed the engine's tags {changed} or gave images "
             f"{sorted(loaded)} instead of {ids}; what could be undone was undone. Do not use "
