@@ -375,26 +375,36 @@ def _load_exactly(client: Client, saved: SavedImages, ids: list[str], where: str
     """Load the re-packed images; any other change to the engine's tags or images is undone
     and said."""
     before, present = engine.tags(client), {i for i in ids if engine.image(client, i)}
+    loaded: set[str] = set()
     try:
         loaded = engine.load(client, repack(saved, ids), where)
     finally:
         after = engine.tags(client)
         changed = sorted(t for t in before.keys() | after.keys() if before.get(t) != after.get(t))
-        for ref in changed:
-            with contextlib.suppress(UserError):
-                if ref in before:
-                    engine.tag(client, before[ref], ref)
-                else:
-                    engine.untag(client, ref)
+        if changed or loaded != set(ids):
+            _undo(client, before, changed, [*ids, *sorted(loaded - set(ids) - present)], present)
     if changed or loaded != set(ids):
-        for new in [*ids, *sorted(loaded - set(ids))]:  # the image before its parents
-            if new not in present:
-                engine.untag(client, new)
         raise UserError(
             f"Loading {where} changed the engine's tags {changed} or gave images "
             f"{sorted(loaded)} instead of {ids}; what could be undone was undone. Do not use "
             "this archive; tell whoever made it."
         )
+
+
+def _undo(
+    client: Client, before: dict[str, str], changed: list[str], new: list[str], present: set[str]
+) -> None:
+    """Put moved tags back, drop new ones, then remove the images the load brought."""
+    for ref in changed:
+        with contextlib.suppress(UserError):  # gone meanwhile: nothing to put back
+            if ref in before:
+                engine.tag(client, before[ref], ref)
+            else:
+                engine.untag(client, ref)
+    for image_id in new:  # the image before its parents
+        if image_id not in present:
+            with contextlib.suppress(UserError):  # what the engine said was not an id
+                engine.untag(client, image_id)
 
 
 def _split_destination(destination: str, default_tag: str) -> tuple[str, str]:
