@@ -144,6 +144,7 @@ def _project_image(client: Client, settings: Settings, tag: str) -> tuple[Image,
 
 #: A build name as a tag takes it: what `gromacs:<build>` may be and nothing else.
 BUILD_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+IMAGE_ID = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 def _check_images(saved: SavedImages, manifest: ShareManifest, lock: Lockfile, where: Path) -> None:
@@ -401,9 +402,9 @@ def _undo(
                 engine.tag(client, before[ref], ref)
             else:
                 engine.untag(client, ref)
-    for image_id in new:  # the image before its parents
-        if image_id not in present:
-            with contextlib.suppress(UserError):  # what the engine said was not an id
+    for image_id in new:  # the image before its parents; a tag it named was undone above
+        if image_id not in present and IMAGE_ID.fullmatch(image_id):
+            with contextlib.suppress(UserError):
                 engine.untag(client, image_id)
 
 
