@@ -48,8 +48,8 @@ from orchestrator.workflows import share_sign
 from orchestrator.workflows.share_archive import (
     SavedImages,
     bounded,
+    load_exactly,
     read_saved,
-    repack,
     sweep,
     temp_prefix,
 )
@@ -144,7 +144,6 @@ def _project_image(client: Client, settings: Settings, tag: str) -> tuple[Image,
 
 #: A build name as a tag takes it: what `gromacs:<build>` may be and nothing else.
 BUILD_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
-IMAGE_ID = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 def _check_images(saved: SavedImages, manifest: ShareManifest, lock: Lockfile, where: Path) -> None:
@@ -301,24 +300,6 @@ def _extract(path: Path, into: Path, caps: ShareSettings) -> ShareManifest:
     return manifest
 
 
-def _trusted(settings: Settings, path: Path, trust: bool, emit: Emit) -> None:
-    """Refuse an archive no allowed key signed, unless the user said `--trust`."""
-    try:
-        who = share_sign.signer(path, settings.share.allowed_signers)
-    except share_sign.Tampered:
-        raise
-    except UserError as exc:
-        if not trust:
-            raise UserError(
-                f"{exc.message}. {NOTHING}: an archive runs code on this machine, so only one "
-                "signed by a key in your allowed-signers file loads (docs: sharing images). "
-                "Pass --trust to load it anyway if you know where it came from."
-            ) from None
-        emit(Caution(f"{exc.message}: loading it all the same, as --trust says"))
-        return
-    emit(Message(f"{path.name} is signed by {who}"))
-
-
 def load(
     client: Client, settings: Settings, path: Path, emit: Emit = ignore, trust: bool = False
 ) -> ImageRecord:
@@ -333,7 +314,7 @@ def load(
                 f"{path} does not match {sidecar(path)} (sha256 {got[:16]}…, expected "
                 f"{want[:16]}…): the copy is damaged. {NOTHING}; copy both files again."
             )
-    _trusted(settings, path, trust, emit)
+    share_sign.require(path, settings.share.allowed_signers, trust, emit)
     scratch = Path(tempfile.gettempdir())
     _swept(scratch, emit)
     with (
@@ -358,7 +339,7 @@ def load(
         ids = [manifest.image_id, *manifest.parent_ids]
         if not all(engine.image(client, i) for i in ids):
             emit(Message(f"verified {path.name}; loading {len(ids)} image(s)"))
-            _load_exactly(client, saved, ids, str(path))
+            load_exactly(client, saved, ids, str(path))
     with interrupts.deferred():  # tagged means its lockfile is on disk
         for parent in manifest.parent_ids:  # kept for `rebuild`, never for a build's reuse
             engine.tag(client, parent, shared_tag(parent))
@@ -370,42 +351,6 @@ def load(
     took = time.monotonic() - started
     emit(Message(f"{tag} ({manifest.image_id[:19]}) ready in {took:.0f} s; lockfile {saved_lock}"))
     return lock.record
-
-
-def _load_exactly(client: Client, saved: SavedImages, ids: list[str], where: str) -> None:
-    """Load the re-packed images; any other change to the engine's tags or images is undone
-    and said."""
-    before, present = engine.tags(client), {i for i in ids if engine.image(client, i)}
-    loaded: set[str] = set()
-    try:
-        loaded = engine.load(client, repack(saved, ids), where)
-    finally:
-        after = engine.tags(client)
-        changed = sorted(t for t in before.keys() | after.keys() if before.get(t) != after.get(t))
-        if changed or loaded != set(ids):
-            _undo(client, before, changed, [*ids, *sorted(loaded - set(ids) - present)], present)
-    if changed or loaded != set(ids):
-        raise UserError(
-            f"Loading {where} changed the engine's tags {changed} or gave images "
-            f"{sorted(loaded)} instead of {ids}; what could be undone was undone. Do not use "
-            "this archive; tell whoever made it."
-        )
-
-
-def _undo(
-    client: Client, before: dict[str, str], changed: list[str], new: list[str], present: set[str]
-) -> None:
-    """Put moved tags back, drop new ones, then remove the images the load brought."""
-    for ref in changed:
-        with contextlib.suppress(UserError):  # gone meanwhile: nothing to put back
-            if ref in before:
-                engine.tag(client, before[ref], ref)
-            else:
-                engine.untag(client, ref)
-    for image_id in new:  # the image before its parents; a tag it named was undone above
-        if image_id not in present and IMAGE_ID.fullmatch(image_id):
-            with contextlib.suppress(UserError):
-                engine.untag(client, image_id)
 
 
 def _split_destination(destination: str, default_tag: str) -> tuple[str, str]:

@@ -8,10 +8,12 @@ made only of what it checked (configs, layers, and a manifest of its own with no
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import posixpath
+import re
 import shutil
 import tarfile
 import time
@@ -20,12 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from orchestrator.core import engine
+from orchestrator.core.engine import Client
 from orchestrator.core.errors import UserError
 
 #: What a temporary folder of `share` is called: `.gmxbench-share-<pid>-<random>`.
 TEMP_PREFIX = ".gmxbench-share-"
 #: A folder of no known process is stale once untouched this long (a crash before pids).
 STALE_SECONDS = 6 * 3600
+IMAGE_ID = re.compile(r"sha256:[0-9a-f]{64}")
 BLOCK = tarfile.BLOCKSIZE
 CHUNK = 1 << 20
 
@@ -191,3 +196,39 @@ def repack(saved: SavedImages, ids: list[str]) -> Iterator[bytes]:
     data = json.dumps(manifest).encode()
     yield _member("manifest.json", len(data)) + data + b"\0" * (-len(data) % BLOCK)
     yield b"\0" * (2 * BLOCK)
+
+
+def load_exactly(client: Client, saved: SavedImages, ids: list[str], where: str) -> None:
+    """Load the re-packed images; any other change to the engine's tags or images is undone
+    and said."""
+    before, present = engine.tags(client), {i for i in ids if engine.image(client, i)}
+    loaded: set[str] = set()
+    try:
+        loaded = engine.load(client, repack(saved, ids), where)
+    finally:
+        after = engine.tags(client)
+        changed = sorted(t for t in before.keys() | after.keys() if before.get(t) != after.get(t))
+        if changed or loaded != set(ids):
+            undo(client, before, changed, [*ids, *sorted(loaded - set(ids) - present)], present)
+    if changed or loaded != set(ids):
+        raise UserError(
+            f"Loading {where} changed the engine's tags {changed} or gave images "
+            f"{sorted(loaded)} instead of {ids}; what could be undone was undone. Do not use "
+            "this archive; tell whoever made it."
+        )
+
+
+def undo(
+    client: Client, before: dict[str, str], changed: list[str], new: list[str], present: set[str]
+) -> None:
+    """Put moved tags back, drop new ones, then remove the images the load brought."""
+    for ref in changed:
+        with contextlib.suppress(UserError):  # gone meanwhile: nothing to put back
+            if ref in before:
+                engine.tag(client, before[ref], ref)
+            else:
+                engine.untag(client, ref)
+    for image_id in new:  # the image before its parents; a tag it named was undone above
+        if image_id not in present and IMAGE_ID.fullmatch(image_id):
+            with contextlib.suppress(UserError):
+                engine.untag(client, image_id)

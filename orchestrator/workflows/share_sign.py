@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 from orchestrator.core.errors import UserError
+from orchestrator.core.events import Caution, Emit, Message
 
 NAMESPACE = "gmxbench-share"
 INSTALL = "install it (`apt-get install openssh-client`)"
@@ -91,3 +92,22 @@ def signer(archive: Path, allowed: Path | None) -> str:
 
 class Tampered(UserError):
     """A signature by a trusted key that does not verify: refused even with `--trust`."""
+
+
+def require(path: Path, allowed: Path | None, trust: bool, emit: Emit) -> None:
+    """Refuse an archive no allowed key signed, unless the user said `--trust`."""
+    try:
+        who = signer(path, allowed)
+    except Tampered:
+        raise
+    except UserError as exc:
+        if not trust:
+            raise UserError(
+                f"{exc.message}. Nothing was loaded or tagged: an image runs code here, so "
+                "only an archive signed by a key of your allowed-signers file loads (see "
+                "'What share load trusts' in docs/images.md). Pass --trust to load it anyway "
+                "if you know where it came from."
+            ) from None
+        emit(Caution(f"{exc.message}: loading it all the same, as --trust says"))
+        return
+    emit(Message(f"{path.name} is signed by {who}"))
