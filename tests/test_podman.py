@@ -284,7 +284,7 @@ def test_stable_image_shared_into_podman_builds_and_runs_a_kernel_benchmark(
     client = engine_mod.connect()  # what every command does: DOCKER_HOST names Podman
     assert engine_mod.kind(client).name == "podman"
     settings = load_settings(platform="cpu", results_dir=tmp_path / "results")
-    record = share.load(client, settings, stable_archive)
+    record = share.load(client, settings, stable_archive, trust=True)
     loaded = time.monotonic()
     assert (record.id, record.tag) == (stable_image.id, stable_image.tag)
     image = engine_mod.image(client, stable_image.tag)

@@ -26,6 +26,7 @@ from orchestrator.workflows.rebuild import (
     diff_files,
     dockerfile_of,
     find_lockfile,
+    private_mounts,
     rebuild,
     report_path,
     summary,
@@ -205,6 +206,75 @@ def _cache_files(engine: Any, image: str, mount: str) -> list[str]:
         engine.images.remove(listed, force=True)
     assert code == 0, out
     return out.split()
+
+
+def test_cache_mounts_get_an_id_of_their_own() -> None:
+    text = (
+        "RUN --mount=type=cache,id=gmxbench-ccache-x,target=/ccache make\n"
+        "RUN --mount=target=/c,type=cache --mount=type=bind,source=a,target=/a true\n"
+    )
+    out = private_mounts(text, "mine")
+    assert out == (
+        "RUN --mount=type=cache,target=/ccache,id=mine make\n"
+        "RUN --mount=target=/c,type=cache,id=mine --mount=type=bind,source=a,target=/a true\n"
+    )
+    for unreadable in (
+        "--mount=type=$T,id=x,target=/c",
+        '--mount="type=cache,id=x',
+        "--mount=ID=x",
+    ):
+        with pytest.raises(UserError, match="rebuild cannot check"):
+            private_mounts(f"RUN {unreadable} true\n", "mine")
+
+
+#: An archive's Dockerfile that writes into its cache mount only when rebuilt.
+PLANTING = """FROM {parent}
+ARG GMXBENCH_NO_COMPILE_CACHE=
+RUN --mount=type=cache,id={mount},target=/ccache \\
+    mkdir -p /opt/gromacs/{build}/bin \\
+ && if [ -n "$GMXBENCH_NO_COMPILE_CACHE" ]; then echo planted > /ccache/planted; fi \\
+ && printf '#!/bin/sh\\necho "GROMACS version:    stand-in"\\n' > /opt/gromacs/{build}/bin/gmx \\
+ && chmod 755 /opt/gromacs/{build}/bin/gmx
+ENV PATH=/opt/gromacs/{build}/bin:$PATH
+"""
+
+
+def test_rebuild_never_mounts_the_shared_compile_cache(
+    engine: Any, cpu_settings: Any, tmp_path: Path
+) -> None:
+    """A lockfile from someone's archive names the shared cache's id and writes into it
+    when rebuilt: the rebuild's mount is another, so the shared cache stays empty."""
+    from orchestrator.core import engine as engine_mod
+    from orchestrator.images.base import ensure_base
+    from orchestrator.platforms import active
+
+    ensure_base(engine, cpu_settings)
+    parent = active(cpu_settings).base_image(cpu_settings)
+    build, mount = f"dev-planting-{uuid.uuid4().hex[:8]}", f"gmxbench-test-{uuid.uuid4().hex}"
+    tag = f"gromacs:{build}"
+    dockerfile = PLANTING.format(parent=parent, mount=mount, build=build)
+    original = engine_mod.build(engine, dockerfile, what=tag, buildkit=True)
+    engine_mod.tag(engine, original, tag)
+    lock = _lock(
+        record=ImageRecord(tag=tag, id=original, build=build),
+        context={
+            "prefix": f"/opt/gromacs/{build}",
+            "source": {"scheme": "deb-src", "url": "deb-src:gromacs", "ref": "x"},
+        },
+        dockerfile=dockerfile,
+        parents={parent: engine.images.get(parent).id},
+        gmx_version_info={"GROMACS version": "stand-in"},
+    )
+    settings = load_settings(platform="cpu", results_dir=tmp_path)
+    save_lockfile(tmp_path, lock)
+    made = [original]
+    try:
+        made.append(rebuild(engine, settings, str(lockfile_path(tmp_path, tag))).rebuilt_id)
+        assert _cache_files(engine, parent, mount) == []
+    finally:
+        for image_id in made:
+            with contextlib.suppress(docker.errors.ImageNotFound):
+                engine.images.remove(image_id, force=True)
 
 
 @pytest.mark.full_compile

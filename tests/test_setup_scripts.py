@@ -24,7 +24,7 @@ MAIN = {"docker.io", "debootstrap", "git", "python3-pip"}
 #: what only the tests use
 TEST_ONLY = {
     "chromium", "chromium-driver", "postgresql", "slurm-wlm", "munge",
-    "podman", "crun", "uidmap", "iproute2",
+    "podman", "crun", "uidmap", "iproute2", "openssh-client",
 }  # fmt: skip
 #: a test-only program or service named anywhere in a script's code
 TEST_ONLY_WORD = re.compile(r"chrom|postgres|initdb|slurm|munge|podman|crun|uidmap")

@@ -23,7 +23,7 @@ from orchestrator.core import engine as engine_mod
 from orchestrator.core.errors import UserError
 from orchestrator.core.events import Event
 from orchestrator.core.settings import load_settings
-from orchestrator.images.catalog import label_and_tag
+from orchestrator.images.catalog import label_and_tag, shared_tag
 from orchestrator.images.provenance import (
     LOCK_LABEL,
     ImageRecord,
@@ -144,19 +144,22 @@ def test_tiny_round_trip_carries_parents_untagged(
     assert manifest.image_id == record.id and manifest.parent_ids == [parent_id]
 
     results = tiny_archive.parent / "loaded"
-    loaded = share.load(clean_engine, _settings(results), tiny_archive)
+    loaded = share.load(clean_engine, _settings(results), tiny_archive, trust=True)
     assert loaded.id == record.id
     image = clean_engine.images.get(record.tag)
     assert image.id == record.id
     assert image.labels == engine.images.get(record.id).labels
     parent = clean_engine.images.get(parent_id)
-    assert parent.tags == []  # kept for a rebuild, by id only
-    assert {t for i in clean_engine.images.list() for t in i.tags} == {record.tag}
+    assert parent.tags == [shared_tag(parent_id)]  # kept for a rebuild, never a build's reuse
+    assert {t for i in clean_engine.images.list() for t in i.tags} == {
+        record.tag,
+        shared_tag(parent_id),
+    }
     lock = load_lockfile(lockfile_path(results, record.tag))
     assert lock.record.id == record.id and lock.parents == {
         f"gmxbench-scratch/share-parent:{record.build}": parent_id
     }
-    again = share.load(clean_engine, _settings(results), tiny_archive)
+    again = share.load(clean_engine, _settings(results), tiny_archive, trust=True)
     assert again == loaded
 
 
@@ -168,7 +171,7 @@ def test_flipped_byte_in_a_member_is_refused(tiny_archive: Path, clean_engine: A
 
     bad = _rewrite(tiny_archive, tiny_archive.with_name("flipped.gmxbench.tar.gz"), flip)
     with pytest.raises(UserError, match=r"lockfile\.json has sha256 .* altered or damaged"):
-        share.load(clean_engine, _settings(bad.parent / "r"), bad)
+        share.load(clean_engine, _settings(bad.parent / "r"), bad, trust=True)
     assert _nothing_loaded(clean_engine)
 
 
@@ -190,7 +193,7 @@ def test_lockfile_that_disagrees_with_the_label_is_refused(
 
     bad = _rewrite(tiny_archive, tiny_archive.with_name("edited.gmxbench.tar.gz"), edit)
     with pytest.raises(UserError, match=r"label differs from lockfile\.json"):
-        share.load(clean_engine, _settings(bad.parent / "r"), bad)
+        share.load(clean_engine, _settings(bad.parent / "r"), bad, trust=True)
     assert _nothing_loaded(clean_engine)
 
 
@@ -205,7 +208,7 @@ def test_member_names_cannot_escape(tiny_archive: Path, clean_engine: Any) -> No
 
     bad = _rewrite(tiny_archive, tiny_archive.with_name("escape.gmxbench.tar.gz"), smuggle)
     with pytest.raises(UserError, match="unexpected member"):
-        share.load(clean_engine, _settings(bad.parent / "r"), bad)
+        share.load(clean_engine, _settings(bad.parent / "r"), bad, trust=True)
     assert not Path("/tmp", escape).resolve().exists()
     assert _nothing_loaded(clean_engine)
 
@@ -217,23 +220,23 @@ def test_wrong_sidecar_truncation_and_non_archives_are_refused(
     sidecar = share.sidecar(tiny_archive)
     sidecar.write_text("0" * 64 + f"  {tiny_archive.name}\n")
     with pytest.raises(UserError, match=r"does not match .*\.sha256"):
-        share.load(clean_engine, settings, tiny_archive)
+        share.load(clean_engine, settings, tiny_archive, trust=True)
     sidecar.unlink()
 
     truncated = tmp_path / "truncated.gmxbench.tar.gz"
     truncated.write_bytes(tiny_archive.read_bytes()[: tiny_archive.stat().st_size // 2])
     with pytest.raises(UserError, match="not a complete gmxbench share archive"):
-        share.load(clean_engine, settings, truncated)
+        share.load(clean_engine, settings, truncated, trust=True)
 
     text = tmp_path / "notes.txt"
     text.write_text("not an archive\n")
     with pytest.raises(UserError, match="not a complete gmxbench share archive"):
-        share.load(clean_engine, settings, text)
+        share.load(clean_engine, settings, text, trust=True)
     other = tmp_path / "other.tar.gz"
     with tarfile.open(other, "w:gz") as tar:
         tar.add(text, arcname="notes.txt")
     with pytest.raises(UserError, match="not a gmxbench share archive"):
-        share.load(clean_engine, settings, other)
+        share.load(clean_engine, settings, other, trust=True)
     assert _nothing_loaded(clean_engine)
 
 
@@ -241,11 +244,11 @@ def test_existing_tag_for_another_image_is_refused(
     tiny_image: tuple[ImageRecord, str], tiny_archive: Path, clean_engine: Any, tmp_path: Path
 ) -> None:
     record, parent_id = tiny_image
-    share.load(clean_engine, _settings(tmp_path / "r"), tiny_archive)
+    share.load(clean_engine, _settings(tmp_path / "r"), tiny_archive, trust=True)
     clean_engine.images.remove(record.tag)
     clean_engine.images.get(parent_id).tag("gromacs", tag=record.build)
     with pytest.raises(UserError, match="already names another image"):
-        share.load(clean_engine, _settings(tmp_path / "r"), tiny_archive)
+        share.load(clean_engine, _settings(tmp_path / "r"), tiny_archive, trust=True)
     assert clean_engine.images.get(record.tag).id == parent_id
 
 
@@ -285,13 +288,14 @@ def test_stable_image_save_then_load_on_a_clean_engine(
     engine: Any, stable_image: Any, stable_archive: Path, clean_engine: Any, tmp_path: Path
 ) -> None:
     started = time.monotonic()
-    record = share.load(clean_engine, _settings(tmp_path), stable_archive)
+    record = share.load(clean_engine, _settings(tmp_path), stable_archive, trust=True)
     print(f"\nshare load: {time.monotonic() - started:.1f} s")
     assert record.id == stable_image.id and record.tag == stable_image.tag
     loaded = clean_engine.images.get(stable_image.tag)
     assert loaded.id == stable_image.id
     assert loaded.labels == engine.images.get(stable_image.id).labels
-    assert {t for i in clean_engine.images.list() for t in i.tags} == {stable_image.tag}
+    tags = {t for i in clean_engine.images.list() for t in i.tags}
+    assert {t for t in tags if not t.startswith("gmxbench-shared:")} == {stable_image.tag}
     lock = load_lockfile(lockfile_path(tmp_path, stable_image.tag))
     assert lock.record.id == stable_image.id
     assert lock.record.compiler_version == stable_image.compiler_version
@@ -304,7 +308,7 @@ def test_archive_with_a_wrong_sidecar_is_refused(
     os.link(stable_archive, copy)  # the same bytes, instantly
     share.sidecar(copy).write_text(hashlib.sha256(b"another file").hexdigest() + "  x\n")
     with pytest.raises(UserError, match="the copy is damaged"):
-        share.load(clean_engine, _settings(tmp_path / "r"), copy)
+        share.load(clean_engine, _settings(tmp_path / "r"), copy, trust=True)
     assert _nothing_loaded(clean_engine)
 
 

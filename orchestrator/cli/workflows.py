@@ -117,6 +117,12 @@ def register(sub: Commands) -> None:
     a.add_argument("file", type=Path, nargs="?", default=None, help="archive path or directory")
     a = actions.add_parser("load", help="verify an archive, then load and tag its image")
     a.add_argument("file", type=Path)
+    a.add_argument(
+        "--trust",
+        action="store_true",
+        help="load an archive that no key in ORCH_SHARE__ALLOWED_SIGNERS signed (said on the "
+        "console); every other check still applies",
+    )
     a = actions.add_parser("push", help="push to a registry; record the digest in the lockfile")
     a.add_argument("tag")
     a.add_argument("destination", help="registry/repo[:tag] (default tag: the build name)")
@@ -230,7 +236,7 @@ def run_share(args: argparse.Namespace, settings: Settings, console: Console) ->
     if args.action == "save":
         print(sharing.save(client, settings, args.tag, args.file, console))
     elif args.action == "load":
-        print(sharing.load(client, settings, args.file, console).tag)
+        print(sharing.load(client, settings, args.file, console, trust=args.trust).tag)
     else:
         print(sharing.push(client, settings, args.tag, args.destination, console))
     return 0

@@ -908,8 +908,14 @@ def save(client: Client, ids: list[str]) -> Iterator[bytes]:
         raise UserError(f"The engine could not save {', '.join(ids)}: {exc}.") from None
 
 
-def load(client: Client, archive: IO[bytes], where: str) -> set[str]:
-    """`docker load`; the ids it reports (docker-py's `images.load` misses some).
+def tags(client: Client) -> dict[str, str]:
+    """Every tag the engine holds and the image id it names: what a load may not change."""
+    return {_familiar(t): str(i.id) for i in client.images.list() for t in i.tags}
+
+
+def load(client: Client, archive: IO[bytes] | Iterator[bytes], where: str) -> set[str]:
+    """`docker load` of a file or a stream of chunks; the ids it reports (docker-py's
+    `images.load` misses some).
 
     Docker says `Loaded image ID: <id>` per image; Podman `Loaded image: <id>,<id>`.
     """

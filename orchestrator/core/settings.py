@@ -178,6 +178,26 @@ class SlurmSettings(SlurmResources):
             ) from None
 
 
+class ShareSettings(BaseModel):
+    """How `share` signs and what `share load` accepts (`ORCH_SHARE__*`): archives are untrusted."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: The SSH private key `share save` signs with (`ssh-keygen -Y sign`); unset: unsigned.
+    signing_key: Path | None = None
+    #: The allowed-signers file `share load` verifies with (git's `gpg.ssh.allowedSignersFile`).
+    allowed_signers: Path | None = None
+    #: The most bytes a record (the manifest, the lockfile, an image config) may hold.
+    max_record_bytes: int = Field(4 << 20, ge=4096)
+    #: The most bytes the image member may hold (and so the disk one load may take).
+    max_image_bytes: int = Field(256 << 30, ge=1 << 20)
+
+    @field_validator("signing_key", "allowed_signers")
+    @classmethod
+    def _expand(cls, value: Path | None) -> Path | None:
+        return value.expanduser() if value is not None else None
+
+
 class Settings(BaseSettings):
     """Everything a build or run depends on that is not a command-line argument.
 
@@ -257,6 +277,7 @@ class Settings(BaseSettings):
     debian_mirror: str = Field(
         "http://deb.debian.org/debian", description="mirror for `orchestrator base`"
     )
+    share: ShareSettings = Field(default_factory=ShareSettings)
 
     @field_validator("results_dir", "cache_dir")
     @classmethod

@@ -85,15 +85,26 @@ def is_ours(image: Image) -> bool:
     return labels.get(LAYERS_LABEL) == layers_digest(image)
 
 
+#: Parents that came in a share archive: kept for `rebuild`, never reused by a build.
+SHARED_REPO = "gmxbench-shared"
+
+
+def shared_tag(image_id: str) -> str:
+    return f"{SHARED_REPO}:{image_id.removeprefix('sha256:')[:12]}"
+
+
 def find_by_inputs(client: Client, key: str, kind: ImageKind) -> Image | None:
     """A finished image of this kind made from these inputs, tagged ones first.
 
-    A GROMACS image counts only once verified, i.e. when it carries its lockfile.
+    A GROMACS image counts only once verified, i.e. when it carries its lockfile; an
+    image that came as a parent in someone's archive never counts (its labels are theirs).
     """
     found = [
         image
         for image in engine.images(client, [f"{INPUTS_LABEL}={key}", f"{KIND_LABEL}={kind}"])
-        if is_ours(image) and (kind != "gromacs" or LOCK_LABEL in image.labels)
+        if is_ours(image)
+        and (kind != "gromacs" or LOCK_LABEL in image.labels)
+        and not any(t.startswith(f"{SHARED_REPO}:") for t in image.tags)
     ]
     found.sort(key=lambda image: (bool(image.tags), image.created), reverse=True)
     return found[0] if found else None

@@ -9,10 +9,15 @@ reproducible, file by file, not to reuse the old layers or objects.
 The compile stage is made to run again by a fresh value of its `GMXBENCH_NO_COMPILE_CACHE`
 argument, not by `--no-cache`: BuildKit's `--no-cache` also swaps every cache mount for an
 empty one, which would erase the compile cache of every later stable and dev build.
+
+A rebuild never mounts the shared compile cache either: a lockfile may have come in
+someone's archive, and its Dockerfile could write anything there. Every cache mount gets
+an id of its own for this rebuild (the compile cache is off in a rebuild anyway).
 """
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import re
 from pathlib import Path
@@ -144,6 +149,34 @@ def dockerfile_of(lock: Lockfile, client: Client) -> str:
     return text
 
 
+_MOUNT = re.compile(r"--mount=(\S+)")
+
+
+def private_mounts(dockerfile: str, private: str) -> str:
+    """`dockerfile` with every cache mount's id replaced by `private`; a mount whose options
+    this cannot read for certain (a variable, a quote it cannot parse) is refused."""
+
+    def rewrite(match: re.Match[str]) -> str:
+        spec = match.group(1)
+        try:
+            fields = next(csv.reader([spec], strict=True))
+        except (csv.Error, StopIteration):
+            fields = []
+        options = dict(f.partition("=")[::2] for f in fields)
+        if not fields or "$" in spec or any(not k or k != k.strip().lower() for k in options):
+            raise UserError(
+                f"The Dockerfile of this lockfile mounts {spec[:120]!r}, which rebuild cannot "
+                "check; it never lets a rebuild reach the shared compile cache. Rebuild only "
+                "lockfiles of images this tool built."
+            )
+        if options.get("type") != "cache":
+            return match.group(0)
+        kept = [f for f in fields if f.partition("=")[0] != "id"]
+        return "--mount=" + ",".join([*kept, f"id={private}"])
+
+    return _MOUNT.sub(rewrite, dockerfile)
+
+
 def installed_files(client: Client, image: str, prefix: str) -> dict[str, str]:
     """`{path: sha256 or link:target}` for everything installed under `prefix`."""
     script = MANIFEST_SCRIPT.format(prefix=prefix)
@@ -176,7 +209,7 @@ def rebuild(client: Client, settings: Settings, target: str, emit: Emit = ignore
     if lock.record.imported_from:
         raise UserError(cannot_rebuild(lock.record))
     record, prefix = lock.record, str(lock.context["prefix"])
-    dockerfile = dockerfile_of(lock, client)
+    dockerfile = private_mounts(dockerfile_of(lock, client), f"gmxbench-rebuild-{uuid4()}")
     original = engine.image(client, record.id) if record.id else None
     source = SourceSpec.model_validate(lock.context["source"])
     emit(Message(f"rebuilding {record.tag} from its lockfile, every step and every compile again"))

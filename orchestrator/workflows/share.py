@@ -1,9 +1,11 @@
 """Share GROMACS images without a shared registry: an archive file, or a push.
 
 `save` writes one gzip'd tar: a manifest of sha256 sums, the lockfile and a `docker
-save` of the image *by id* (plus its pinned parents), so loading it tags nothing by
-itself. `load` checks every checksum and the image's own labels against the lockfile
-before the engine sees a byte: a damaged or mismatched archive loads and tags nothing.
+save` of the image *by id* (plus its pinned parents), signed with an SSH key when one is
+set. An archive is someone else's: `load` refuses it unless an allowed key signed it (or
+the user says `--trust`), checks every size before reading, every checksum, the image's
+own labels against the lockfile, its name and its parents, then hands the engine a tar
+it re-packed from what it checked, and makes sure no tag but its own moved.
 `push` records where the image went (`registry_digest`), the reference to cite.
 """
 
@@ -13,8 +15,9 @@ import contextlib
 import gzip
 import hashlib
 import io
-import json
 import os
+import re
+import shutil
 import tarfile
 import tempfile
 import time
@@ -26,13 +29,13 @@ from pydantic import BaseModel, Field, ValidationError
 
 from orchestrator.core import engine, interrupts
 from orchestrator.core.engine import Client, Image
-from orchestrator.core.errors import UsageError, UserError, space_for
-from orchestrator.core.events import Emit, Message, ignore
+from orchestrator.core.errors import UsageError, UserError, no_space, space_for
+from orchestrator.core.events import Caution, Emit, Message, ignore
 from orchestrator.core.files import DamagedRecord, write_atomic
-from orchestrator.core.settings import Settings
+from orchestrator.core.settings import Settings, ShareSettings
 from orchestrator.images import provenance
-from orchestrator.images.catalog import is_ours
-from orchestrator.images.gromacs import gromacs_ref, lockfile_of
+from orchestrator.images.catalog import is_ours, shared_tag
+from orchestrator.images.gromacs import REPO, gromacs_ref, lockfile_of
 from orchestrator.images.provenance import (
     KIND_LABEL,
     LOCK_LABEL,
@@ -40,6 +43,15 @@ from orchestrator.images.provenance import (
     Lockfile,
     label,
     parse_lockfile,
+)
+from orchestrator.workflows import share_sign
+from orchestrator.workflows.share_archive import (
+    SavedImages,
+    bounded,
+    load_exactly,
+    read_saved,
+    sweep,
+    temp_prefix,
 )
 
 MANIFEST, LOCK_MEMBER, IMAGE_MEMBER = "gmxbench-share.json", "lockfile.json", "image.tar"
@@ -130,21 +142,25 @@ def _project_image(client: Client, settings: Settings, tag: str) -> tuple[Image,
     return image, _with_local_digest(settings, lock)
 
 
-def _check_image_tar(image_tar: Path, manifest: ShareManifest, lock: Lockfile, where: Path) -> None:
-    """The saved image is exactly the one the manifest and lockfile describe, untagged."""
-    problems, configs = [], {}
-    try:
-        with tarfile.open(image_tar) as tar:
-            for entry in json.load(tar.extractfile("manifest.json")):  # type: ignore[arg-type]
-                raw = tar.extractfile(entry["Config"]).read()  # type: ignore[union-attr]
-                configs["sha256:" + hashlib.sha256(raw).hexdigest()] = json.loads(raw)
-                if entry.get("RepoTags"):
-                    problems.append(f"image.tar would tag {', '.join(entry['RepoTags'])}")
-    except (KeyError, TypeError, AttributeError, ValueError, tarfile.TarError) as exc:
-        raise UserError(f"{where}: image.tar is not a `docker save` archive ({exc}).") from None
+#: A build name as a tag takes it: what `gromacs:<build>` may be and nothing else.
+BUILD_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+
+
+def _check_images(saved: SavedImages, manifest: ShareManifest, lock: Lockfile, where: Path) -> None:
+    """The saved images are exactly the ones the manifest and lockfile describe, untagged,
+    named only as the tool names its own, and parents only the lockfile's."""
+    problems, configs = [], saved.configs
+    if saved.repo_tags:
+        problems.append(f"image.tar would tag {', '.join(saved.repo_tags)}")
     wanted = {manifest.image_id, *manifest.parent_ids}
     if set(configs) != wanted:
         problems.append(f"image.tar holds {sorted(configs)}, the manifest lists {sorted(wanted)}")
+    pinned = set(lock.parents.values()) - {manifest.image_id}
+    if set(manifest.parent_ids) != pinned:
+        problems.append(
+            f"its parent images {sorted(manifest.parent_ids)} are not the lockfile's "
+            f"{sorted(pinned)}"
+        )
     labels = (configs.get(manifest.image_id) or {}).get("config", {}).get("Labels") or {}
     if labels.get(KIND_LABEL) != "gromacs":
         problems.append("the image is not labelled gmxbench.kind=gromacs")
@@ -154,8 +170,11 @@ def _check_image_tar(image_tar: Path, manifest: ShareManifest, lock: Lockfile, w
         _comparable(lock)
     ):
         problems.append("the image's gmxbench.lockfile label differs from lockfile.json")
-    tag = gromacs_ref(str(labels.get(label("build"))))
-    if not manifest.tag == lock.record.tag == tag or lock.record.id != manifest.image_id:
+    build = str(labels.get(label("build")))
+    tag = f"{REPO}:{build}"
+    if not BUILD_NAME.fullmatch(build):
+        problems.append(f"its build name {build[:80]!r} is not a tag name (letters, digits, _.-)")
+    elif not manifest.tag == lock.record.tag == tag or lock.record.id != manifest.image_id:
         problems.append(f"tags or ids disagree ({manifest.tag}, {lock.record.tag}, label {tag})")
     if problems:
         raise UserError(
@@ -171,7 +190,8 @@ def save(
     dest: Path | None = None,
     emit: Emit = ignore,
 ) -> Path:
-    """Write `<build>.gmxbench.tar.gz` (or `dest`) and its `.sha256`; never overwrite."""
+    """Write `<build>.gmxbench.tar.gz` (or `dest`), its `.sha256` and, with a signing key
+    set, its `.sig`; never overwrite."""
     image, lock = _project_image(client, settings, tag)
     dest = Path.cwd() if dest is None else Path(dest)
     if dest.is_dir():
@@ -180,9 +200,16 @@ def save(
         raise UserError(f"{dest} already exists; archives are never overwritten. Remove it first.")
     if not dest.parent.is_dir():
         raise UsageError(f"{dest.parent} is not a directory; create it or save elsewhere.")
-    parents = sorted(
-        {i for i in lock.parents.values() if i != image.id and engine.image(client, i)}
-    )
+    _swept(dest.parent, emit)
+    parents = sorted(set(lock.parents.values()) - {image.id})
+    missing = [r for r, i in lock.parents.items() if i in parents and not engine.image(client, i)]
+    if missing:
+        raise UserError(
+            f"{lock.record.tag} pins parent images this engine no longer has "
+            f"({', '.join(missing)}); an archive carries them all, so that `share load` can "
+            "check them. Build them again (`nox -s build`), or share from where they are."
+        )
+    key = settings.share.signing_key
     started = time.monotonic()
     emit(
         Message(
@@ -191,7 +218,7 @@ def save(
     )
     with (
         space_for(dest, "the image archive"),  # after the folder below is gone
-        tempfile.TemporaryDirectory(prefix=".gmxbench-share-", dir=dest.parent) as tmp,
+        tempfile.TemporaryDirectory(prefix=temp_prefix(), dir=dest.parent) as tmp,
     ):
         image_tar = Path(tmp, IMAGE_MEMBER)
         lock_json = (lock.model_dump_json(indent=2) + "\n").encode()
@@ -202,7 +229,6 @@ def save(
         manifest = ShareManifest(
             tag=lock.record.tag, image_id=image.id, parent_ids=parents, members=members
         )
-        _check_image_tar(image_tar, manifest, lock, dest)  # what `load` will check, early
         emit(Message(f"exported {members[IMAGE_MEMBER].size / 1e9:.2f} GB"))
         partial = Path(tmp, dest.name)
         with tarfile.open(partial, "w:gz", compresslevel=COMPRESSLEVEL) as tar:
@@ -212,26 +238,50 @@ def save(
                 info.size, info.mtime, info.mode = len(data), int(time.time()), 0o644
                 tar.addfile(info, io.BytesIO(data))
             tar.add(image_tar, arcname=IMAGE_MEMBER)
+        if key is not None:
+            share_sign.sign(partial, key, Path(tmp, "sig"))
+            os.replace(Path(tmp, "sig"), share_sign.sig_path(dest))
         write_atomic(sidecar(dest), f"{_sha256(partial)}  {dest.name}\n")
         os.replace(partial, dest)  # last: an archive that exists is complete
     size = dest.stat().st_size / 1e9
-    emit(Message(f"wrote {dest} ({size:.2f} GB) in {time.monotonic() - started:.0f} s"))
+    signed = f", signed with {key}" if key is not None else ", unsigned (ORCH_SHARE__SIGNING_KEY)"
+    emit(Message(f"wrote {dest} ({size:.2f} GB{signed}) in {time.monotonic() - started:.0f} s"))
     return dest
 
 
-def _extract(path: Path, into: Path) -> ShareManifest:
-    """Unpack into `into`, checking each member against the manifest (the first member)."""
+def _swept(folder: Path, emit: Emit) -> None:
+    for stale in sweep(folder):
+        emit(Caution(f"removed {stale}, left by a share command that was killed"))
+
+
+def _extract(path: Path, into: Path, caps: ShareSettings) -> ShareManifest:
+    """Unpack into `into`, checking each member against the manifest (the first member):
+    sizes before a byte is copied, so neither memory nor disk goes past the caps."""
     seen: set[str] = set()
+    record_cap = caps.max_record_bytes
     try:
         with tarfile.open(path, "r|gz") as tar:
             first = tar.next()
             if first is None or first.name != MANIFEST or not first.isfile():
                 raise UserError(f"{path} is not a gmxbench share archive (no {MANIFEST} first).")
-            manifest = ShareManifest.model_validate_json(tar.extractfile(first).read())  # type: ignore[union-attr]
+            bounded(first.size, record_cap, MANIFEST, str(path), "ORCH_SHARE__MAX_RECORD_BYTES")
+            manifest = ShareManifest.model_validate_json(tar.extractfile(first).read(record_cap))  # type: ignore[union-attr]
             while (info := tar.next()) is not None:
                 want = manifest.members.get(info.name) if info.name in MEMBERS else None
                 if want is None or info.name in seen or not info.isfile():  # no ../ names
                     raise UserError(f"{path} has an unexpected member {info.name!r}. {NOTHING}.")
+                cap, setting = (
+                    (record_cap, "ORCH_SHARE__MAX_RECORD_BYTES") if info.name == LOCK_MEMBER
+                    else (caps.max_image_bytes, "ORCH_SHARE__MAX_IMAGE_BYTES")
+                )  # fmt: skip
+                bounded(info.size, cap, info.name, str(path), setting)
+                if info.size != want.size:
+                    raise UserError(
+                        f"{path}: {info.name} is {info.size} bytes, the manifest says {want.size}:"
+                        f" the archive was altered or damaged. {NOTHING}; copy it again."
+                    )
+                if shutil.disk_usage(into).free < info.size + (1 << 30):
+                    raise no_space(into, f"the unpacked {info.name} ({info.size / 1e9:.1f} GB)")
                 got = _copy_hashing(_chunks(tar.extractfile(info)), into / info.name)  # type: ignore[arg-type]
                 if got != want:
                     raise UserError(
@@ -250,7 +300,9 @@ def _extract(path: Path, into: Path) -> ShareManifest:
     return manifest
 
 
-def load(client: Client, settings: Settings, path: Path, emit: Emit = ignore) -> ImageRecord:
+def load(
+    client: Client, settings: Settings, path: Path, emit: Emit = ignore, trust: bool = False
+) -> ImageRecord:
     """Verify an archive, load it, tag the image as it was built and save its lockfile."""
     path, started = Path(path), time.monotonic()
     if not path.is_file():
@@ -262,13 +314,21 @@ def load(client: Client, settings: Settings, path: Path, emit: Emit = ignore) ->
                 f"{path} does not match {sidecar(path)} (sha256 {got[:16]}…, expected "
                 f"{want[:16]}…): the copy is damaged. {NOTHING}; copy both files again."
             )
+    share_sign.require(path, settings.share.allowed_signers, trust, emit)
+    scratch = Path(tempfile.gettempdir())
+    _swept(scratch, emit)
     with (
-        space_for(Path(tempfile.gettempdir()), f"the unpacked {path.name}"),
-        tempfile.TemporaryDirectory(prefix="gmxbench-share-") as tmp,
+        space_for(scratch, f"the unpacked {path.name}"),
+        tempfile.TemporaryDirectory(prefix=temp_prefix(), dir=scratch) as tmp,
     ):
-        manifest = _extract(path, Path(tmp))
+        manifest = _extract(path, Path(tmp), settings.share)
+        record_cap = settings.share.max_record_bytes
         lock = parse_lockfile(Path(tmp, LOCK_MEMBER).read_bytes(), f"{LOCK_MEMBER} in {path}")
-        _check_image_tar(Path(tmp, IMAGE_MEMBER), manifest, lock, path)
+        files = Path(tmp, "files")
+        files.mkdir()
+        saved = read_saved(Path(tmp, IMAGE_MEMBER), files, record_cap, f"image.tar in {path}")
+        Path(tmp, IMAGE_MEMBER).unlink()  # its files are all that is used from here on
+        _check_images(saved, manifest, lock, path)
         tag = lock.record.tag
         existing = engine.image(client, tag)
         if existing is not None and existing.id != manifest.image_id:
@@ -279,16 +339,17 @@ def load(client: Client, settings: Settings, path: Path, emit: Emit = ignore) ->
         ids = [manifest.image_id, *manifest.parent_ids]
         if not all(engine.image(client, i) for i in ids):
             emit(Message(f"verified {path.name}; loading {len(ids)} image(s)"))
-            with Path(tmp, IMAGE_MEMBER).open("rb") as archive:
-                loaded = engine.load(client, archive, str(path))
-            if not set(ids) <= loaded:
-                raise UserError(f"Loading {path} gave {sorted(loaded)}, expected {ids}.")
+            load_exactly(client, saved, ids, str(path))
     with interrupts.deferred():  # tagged means its lockfile is on disk
+        for parent in manifest.parent_ids:  # kept for `rebuild`, never for a build's reuse
+            engine.tag(client, parent, shared_tag(parent))
         if existing is None:
             engine.tag(client, manifest.image_id, tag)
-        saved = provenance.save_lockfile(settings.results_dir, _with_local_digest(settings, lock))
+        saved_lock = provenance.save_lockfile(
+            settings.results_dir, _with_local_digest(settings, lock)
+        )
     took = time.monotonic() - started
-    emit(Message(f"{tag} ({manifest.image_id[:19]}) ready in {took:.0f} s; lockfile {saved}"))
+    emit(Message(f"{tag} ({manifest.image_id[:19]}) ready in {took:.0f} s; lockfile {saved_lock}"))
     return lock.record
 
 
