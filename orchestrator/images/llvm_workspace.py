@@ -13,9 +13,13 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from orchestrator.core import engine
 from orchestrator.core.engine import Client
 from orchestrator.core.errors import UserError
+from orchestrator.core.events import Emit, Message, ignore
+from orchestrator.core.owner import Owner
 from orchestrator.images.gitsource import ResolvedCommit, git
 from orchestrator.images.provenance import label
 
@@ -27,6 +31,12 @@ GIT_DIR = f"{MOUNT}/git"
 WORKSPACE_LABEL, KEEP_LABEL = label("workspace"), label("keep")
 #: What the volume's build tree was configured with and cloned from.
 BUILDER_LABEL, REPOSITORY_LABEL = label("builder"), label("repository")
+#: On a build's container: the volume it builds in, and the process that started it.
+ON_LABEL, OWNER_LABEL = label("on_workspace"), label("owner")
+#: Where a build's own inputs are put in its container (not the shared volume, so two
+#: builds never overwrite each other's): the bundle, and the credentials of a URL.
+INBOX = "/tmp"
+BUNDLE, CREDENTIALS = "gmxbench-incoming.bundle", "gmxbench-git-credentials"
 #: Refs the clone keeps each fetched commit under (a bundle's `refs/heads/<id>` lands here).
 KEPT_REFS = "refs/gmxbench/"
 #: The same author and dates for every snapshot, so one working tree is one commit id.
@@ -44,6 +54,42 @@ def ensure_volume(client: Client, name: str, builder_id: str, repository: str) -
         BUILDER_LABEL: builder_id, REPOSITORY_LABEL: repository,
     }  # fmt: skip
     return engine.ensure_volume(client, name, labels)
+
+
+def build_labels(volume: str) -> dict[str, str]:
+    """Labels of a build container on `volume`: `sweep_orphans` finds it by them."""
+    return {ON_LABEL: volume, OWNER_LABEL: Owner.current().model_dump_json()}
+
+
+def sweep_orphans(client: Client, volume: str, emit: Emit = ignore) -> None:
+    """Remove the build containers on `volume` whose gmxbench is gone, and say who holds it.
+
+    A build's container outlives a killed gmxbench and keeps the workspace's lock (the
+    script's `flock`, released only when the container's process ends), so the next
+    build would wait for a build nobody will commit. Removing the container ends it.
+    """
+    for found in engine.containers(client, f"{ON_LABEL}={volume}"):
+        owner = _owner(found.labels.get(OWNER_LABEL, ""))
+        if owner is not None and owner.alive() is False:
+            engine.remove_container(client, found.id)
+            emit(Message(
+                f"removed the LLVM build container {found.name}: its gmxbench "
+                f"({owner.describe()}) is gone, and it held the workspace {volume}"
+            ))  # fmt: skip
+        elif found.status == "running":
+            who = owner.describe() if owner is not None else "an unknown process"
+            emit(Message(
+                f"another LLVM build (container {found.name}, started by {who}) holds the "
+                f"workspace {volume}: this build waits for it. If it is orphaned, remove it: "
+                f"docker rm -f {found.name}"
+            ))  # fmt: skip
+
+
+def _owner(text: str) -> Owner | None:
+    try:
+        return Owner.model_validate_json(text)
+    except ValidationError:
+        return None
 
 
 def known_commits(client: Client, image: str, volume: str) -> set[str]:

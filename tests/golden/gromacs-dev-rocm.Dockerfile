@@ -5,7 +5,7 @@
 FROM gmxbench-builder:rocm-example AS source
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 WORKDIR /src
-RUN git clone --quiet --filter=blob:none --no-checkout https://gitlab.com/gromacs/gromacs.git gromacs \
+RUN git clone --quiet --filter=blob:none --no-checkout -- https://gitlab.com/gromacs/gromacs.git gromacs \
  && git -C gromacs checkout --quiet 7f24a2dbf3000000000000000000000000000000 \
  && tar -C /src --sort=name --mtime=@1704067200 --owner=0 --group=0 --numeric-owner \
         --exclude=.git -czf gromacs.tar.gz gromacs \
