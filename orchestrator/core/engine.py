@@ -875,6 +875,12 @@ def containers(client: Client, label: str) -> list[Container]:
     return [Container(c.id, c.name, c.status, dict(c.labels)) for c in found]
 
 
+def containers_on(client: Client, volume: str) -> list[Container]:
+    """Containers in any state that mount the volume `volume`."""
+    found = client.containers.list(all=True, filters={"volume": volume})
+    return [Container(c.id, c.name, c.status, dict(c.labels)) for c in found]
+
+
 def running_containers(client: Client) -> dict[str, str] | None:
     """Id to name of every running container, anyone's; None when the engine does not answer."""
     try:

@@ -10,10 +10,10 @@ made in a scratch object store, so the user's repository is never written to.
 
 from __future__ import annotations
 
+import re
 import shutil
+import uuid
 from pathlib import Path
-
-from pydantic import ValidationError
 
 from orchestrator.core import engine
 from orchestrator.core.engine import Client
@@ -31,8 +31,12 @@ GIT_DIR = f"{MOUNT}/git"
 WORKSPACE_LABEL, KEEP_LABEL = label("workspace"), label("keep")
 #: What the volume's build tree was configured with and cloned from.
 BUILDER_LABEL, REPOSITORY_LABEL = label("builder"), label("repository")
-#: On a build's container: the volume it builds in, and the process that started it.
-ON_LABEL, OWNER_LABEL = label("on_workspace"), label("owner")
+#: A build container's name: the gmxbench that started it (boot, pid and its start time),
+#: not labels, which `docker commit` would copy into the toolchain image.
+BUILD_PREFIX = "gmxbench-llvm-build-"
+_BUILD_NAME = re.compile(
+    rf"^{BUILD_PREFIX}(?P<boot>[0-9a-f-]{{36}})-(?P<pid>\d+)-(?P<started>\d+)-[0-9a-f]{{8}}$"
+)
 #: Where a build's own inputs are put in its container (not the shared volume, so two
 #: builds never overwrite each other's): the bundle, and the credentials of a URL.
 INBOX = "/tmp"
@@ -56,9 +60,10 @@ def ensure_volume(client: Client, name: str, builder_id: str, repository: str) -
     return engine.ensure_volume(client, name, labels)
 
 
-def build_labels(volume: str) -> dict[str, str]:
-    """Labels of a build container on `volume`: `sweep_orphans` finds it by them."""
-    return {ON_LABEL: volume, OWNER_LABEL: Owner.current().model_dump_json()}
+def build_name() -> str:
+    """The name of a build container: `sweep_orphans` reads its owner from it."""
+    owner = Owner.current()
+    return f"{BUILD_PREFIX}{owner.boot_id}-{owner.pid}-{owner.started}-{uuid.uuid4().hex[:8]}"
 
 
 def sweep_orphans(client: Client, volume: str, emit: Emit = ignore) -> None:
@@ -68,8 +73,10 @@ def sweep_orphans(client: Client, volume: str, emit: Emit = ignore) -> None:
     script's `flock`, released only when the container's process ends), so the next
     build would wait for a build nobody will commit. Removing the container ends it.
     """
-    for found in engine.containers(client, f"{ON_LABEL}={volume}"):
-        owner = _owner(found.labels.get(OWNER_LABEL, ""))
+    for found in engine.containers_on(client, volume):
+        if not found.name.startswith(BUILD_PREFIX):
+            continue  # a reader of the clone (known_commits), gone in a moment
+        owner = _owner(found.name)
         if owner is not None and owner.alive() is False:
             engine.remove_container(client, found.id)
             emit(Message(
@@ -85,11 +92,14 @@ def sweep_orphans(client: Client, volume: str, emit: Emit = ignore) -> None:
             ))  # fmt: skip
 
 
-def _owner(text: str) -> Owner | None:
-    try:
-        return Owner.model_validate_json(text)
-    except ValidationError:
-        return None
+def _owner(name: str) -> Owner | None:
+    """The gmxbench that started the build named `name`, when it ran on this machine."""
+    match = _BUILD_NAME.match(name)
+    here = Owner.current()
+    if match is None or match["boot"] != here.boot_id:
+        return None  # another machine's engine, or a name of another layout: unknown
+    return Owner(host=here.host, boot_id=here.boot_id, pid=int(match["pid"]),
+                 started=int(match["started"]))  # fmt: skip
 
 
 def known_commits(client: Client, image: str, volume: str) -> set[str]:

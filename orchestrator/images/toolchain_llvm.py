@@ -294,7 +294,8 @@ def _build(
             "environment": {"GMXBENCH_LLVM_PLAN": "1"} if plan else {},
             "volumes": {volume: {"bind": llvm_workspace.MOUNT, "mode": "rw"}},
             "network_disabled": not url,
-            "labels": {BUILD_LABEL: tag, **llvm_workspace.build_labels(volume)},
+            "labels": {BUILD_LABEL: tag},
+            "name": llvm_workspace.build_name(),
         }  # fmt: skip
         try:
             return engine.build_in_container(
