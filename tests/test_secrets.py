@@ -59,16 +59,19 @@ def test_an_orchestrator_toml_here_gets_the_same_refusal(
 
 
 def test_git_never_takes_the_source_as_an_option(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    llvm: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`git ls-remote -- <url>`: below the settings' check, git itself is told."""
-    monkeypatch.chdir(tmp_path)
+    """`git ls-remote -- <url>`: below the settings' check, git itself is told. Run in a
+    clone, whose `origin` git would otherwise list with the planted upload-pack."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "--quiet", str(llvm), str(clone)], check=True)
+    monkeypatch.chdir(clone)
     with pytest.raises(UsageError, match="Cannot list the LLVM repository"):
         gitsource._remote(INJECTION, "main")
-    assert not (tmp_path / "X").exists()
+    assert not (clone / "X").exists()
     with pytest.raises(UsageError, match="starts with '-'"):
         resolve_commit(INJECTION, "main")
-    assert not (tmp_path / "X").exists()
+    assert not (clone / "X").exists()
 
 
 def test_a_revision_that_is_an_option_is_refused(llvm: Path, tmp_path: Path) -> None:
