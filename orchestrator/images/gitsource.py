@@ -228,9 +228,8 @@ def _local(top: Path, source: str, rev: str) -> ResolvedCommit:
         raise UsageError(f"Commit {rev!r} is not in the LLVM repository {top} ({detail}). {hint}")
     full = result.stdout.decode().strip()
     ref = None
-    named = git(
-        ["rev-parse", "--symbolic-full-name", "--end-of-options", rev], cwd=top, check=False
-    )
+    # `rev` was refused above if it starts with '-' (this mode echoes --end-of-options).
+    named = git(["rev-parse", "--symbolic-full-name", rev], cwd=top, check=False)
     if named.returncode == 0 and named.stdout.strip():
         ref = named.stdout.decode().strip().splitlines()[0]
     return _make(str(top), full, _short(top, full), ref=ref)
