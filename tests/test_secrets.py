@@ -3,10 +3,13 @@ the attacks reproduced with real git, real files and the real CLI."""
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mini_llvm import make_mini_llvm
@@ -170,3 +173,23 @@ def test_a_commit_that_is_not_hex_never_reaches_git(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="not a commit hash"):
         gitsource.checked_commit("--output=/tmp/x", "the label gmxbench.llvm_commit")
     assert gitsource.checked_commit("1a2b3c4d-dirty", "a label") == "1a2b3c4d-dirty"
+
+
+@pytest.mark.engine
+def test_a_run_of_an_image_labelled_with_a_planted_commit_is_refused_before_it_starts(
+    engine: Any, tmp_path: Path
+) -> None:
+    """The image is made here (a label on the base image): a shared archive could carry it."""
+    from orchestrator.runs.runner import RunRequest, plan_run
+
+    bad = f"--output={tmp_path / 'written'}"
+    tag = f"gromacs:planted-{uuid.uuid4().hex[:8]}"
+    dockerfile = f"FROM gmxbench-base/debian:bookworm\nLABEL gmxbench.llvm_commit={bad}\n"
+    image, _ = engine.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=tag, rm=True)
+    try:
+        settings = load_settings(platform="cpu", results_dir=tmp_path / "results")
+        with pytest.raises(UserError, match="is not a commit hash"):
+            plan_run(engine, settings, RunRequest(build=tag, system="water:3k"))
+        assert not _written(tmp_path) and not (tmp_path / "results").exists()
+    finally:
+        engine.images.remove(image.id, force=True)
