@@ -455,6 +455,7 @@ def build_in_container(
     emit: Emit = ignore,
     timeout: float = 24 * 3600,
     archive: Path | None = None,
+    absent: tuple[str, ...] = (),
 ) -> str:
     """Run a build in a container, then commit it as an image; return the image id
     (with `changes` None nothing is committed and the id is "").
@@ -466,6 +467,8 @@ def build_in_container(
     by line to `log` and `emit` as `build` streams its own, and a failure raises
     `ContainerBuildFailed` with the exit code. `changes` are `docker commit --change`
     lines. The container is removed whatever happens, so nothing half-built is left.
+    `absent` are paths (credentials) the build must have removed: one still there is
+    an error, and nothing is committed, so it never reaches an image.
     """
     started = time.monotonic()
     failure = _Failure()
@@ -508,6 +511,13 @@ def build_in_container(
                 raise _engine_full(client, what, failure, f"it exited with {code}")
             error = "it ran out of time" if code is None else f"it exited with {code}"
             raise ContainerBuildFailed(_failure_message(what, failure, error, log), code)
+        left = [path for path in absent if _exists_in(container, path)]
+        if left:
+            raise UserError(
+                f"The build of {what} left {', '.join(left)} in its container, which must "
+                "be removed before the commit (credentials): nothing was committed. This is "
+                "a fault of the build script; report it."
+            )
         image_id = "" if changes is None else str(container.commit(changes="\n".join(changes)).id)
     finally:
         with contextlib.suppress(requests.exceptions.RequestException):
@@ -516,6 +526,17 @@ def build_in_container(
     text = f"built {what}{made} in {time.monotonic() - started:.1f} s"
     emit(BuildEnded(text, what=what, log=log, seconds=time.monotonic() - started))
     return image_id
+
+
+def _exists_in(container: Any, path: str) -> bool:
+    """Whether `path` exists in a (stopped) container's file system."""
+    try:
+        stream, _stat = container.get_archive(path)
+    except docker.errors.NotFound:
+        return False
+    for _chunk in stream:  # drained, so the connection is released
+        pass
+    return True
 
 
 def _stream_lines(container: Any, line: Any) -> None:
@@ -851,6 +872,12 @@ class Container:
 def containers(client: Client, label: str) -> list[Container]:
     """Containers in any state that carry `label` (`key` or `key=value`)."""
     found = client.containers.list(all=True, filters={"label": label})
+    return [Container(c.id, c.name, c.status, dict(c.labels)) for c in found]
+
+
+def containers_on(client: Client, volume: str) -> list[Container]:
+    """Containers in any state that mount the volume `volume`."""
+    found = client.containers.list(all=True, filters={"volume": volume})
     return [Container(c.id, c.name, c.status, dict(c.labels)) for c in found]
 
 

@@ -37,6 +37,7 @@ from pydantic_settings import (
 
 from orchestrator.core.errors import UsageError
 from orchestrator.core.settings_errors import env_name, invalid, not_json
+from orchestrator.core.urls import has_userinfo, without_userinfo
 
 #: The platforms `orchestrator.platforms` implements; "auto" picks the one present.
 PlatformName = Literal["auto", "rocm", "cpu"]
@@ -61,6 +62,9 @@ CODE_OBJECT_VERSIONS = (4, 5, 6)
 #: One AMD GPU target as LLVM names it (gfx1201, gfx942, gfx90a).
 GFX_TARGET = re.compile(r"gfx[0-9a-f]{3,4}")
 
+#: What a GROMACS source URL and ref may hold: one shell word, never an option.
+SAFE_URL = re.compile(r"^[A-Za-z0-9._~:/%+@=-]+$")
+SAFE_REF = re.compile(r"^[A-Za-z0-9._/+~:][A-Za-z0-9._/+~:-]*$")
 IMAGE_REF = re.compile(
     r"^[a-z0-9]+(?:[._/-][a-z0-9]+)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?"
     r"(?:@sha256:[0-9a-f]{64})?$"
@@ -83,6 +87,35 @@ class GromacsSource(BaseModel):
             raise ValueError(
                 "must be 'git+<repository url>', 'deb-src:<debian source package>', "
                 "a URL ending in .tar.gz, or the absolute path of a local .tar.gz"
+            )
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def _safe_url(cls, value: str) -> str:
+        """The URL goes into a Dockerfile's `RUN` and into labels: one word, no secrets."""
+        remote = value.removeprefix("git+")
+        local = remote.startswith(("/", "file://"))  # sent in the context, never in a command
+        if remote.startswith("-") or not (local or SAFE_URL.match(remote)):
+            raise ValueError(
+                "must be a plain URL or path (letters, digits and ._~:/%+@=- only, not "
+                "starting with '-'): it is written into the build's shell command"
+            )
+        if has_userinfo(remote):
+            raise ValueError(
+                "must not hold credentials (user:token@): they would be written into the "
+                "image's history and labels. Use a repository that needs none, a mirror, "
+                "or a local .tar.gz with its sha256"
+            )
+        return value
+
+    @field_validator("ref")
+    @classmethod
+    def _safe_ref(cls, value: str) -> str:
+        if not SAFE_REF.match(value):
+            raise ValueError(
+                "must be a branch, tag, commit or version (letters, digits and ._/+~:- "
+                "only, not starting with '-')"
             )
         return value
 
@@ -331,6 +364,19 @@ class Settings(BaseSettings):
             raise ValueError("must be an image reference like name:tag or name:tag@sha256:<64 hex>")
         return value
 
+    @field_validator("llvm_source")
+    @classmethod
+    def _llvm_source(cls, value: str) -> str:
+        """Given to git as a repository: never an option, never more than one argument."""
+        if value.startswith("-"):
+            raise ValueError(
+                "starts with '-', so git would read it as an option: set it to an "
+                "llvm-project checkout or a git URL"
+            )
+        if any(ord(c) < 32 or ord(c) == 127 for c in value):
+            raise ValueError("holds a control character (a newline?): give one path or URL")
+        return value
+
     @field_validator("rocm_version")
     @classmethod
     def _rocm_version(cls, value: str) -> str:
@@ -357,6 +403,7 @@ class Settings(BaseSettings):
     def public_dump(self) -> dict[str, Any]:
         """Settings as shown to users and stored in records: the webhook only as set/unset."""
         data = self.model_dump(mode="json", exclude={"webhook_url", "database_url"})
+        data["llvm_source"] = without_userinfo(self.llvm_source)
         data["webhook_url"] = "<set>" if self.webhook_url else None
         data["database_url"] = "<set>" if self.database_url else None
         return data
@@ -410,7 +457,9 @@ def environment_of(settings: Settings, leave_out: frozenset[str] = frozenset()) 
         value = getattr(settings, name)
         if name in SECRETS or name in leave_out or value is None:
             continue
-        if isinstance(value, Path):
+        if name == "llvm_source":
+            text = without_userinfo(value)  # a job runs, never fetches: no credentials
+        elif isinstance(value, Path):
             text = str(value.resolve())
         elif name == "recipes_dirs":
             text = os.pathsep.join(str(path.resolve()) for path in value)

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
 from orchestrator.core.errors import UsageError
+from orchestrator.core.urls import without_userinfo
 
 #: How a table and a list are written in an ORCH_* variable.
 JSON_TABLE = """'{"key": "value"}'"""
@@ -36,6 +37,8 @@ def invalid(exc: ValidationError, secrets: Collection[str]) -> UsageError:
         name = env_name(tuple(err["loc"]))
         given = err.get("input")
         secret = bool(err["loc"]) and err["loc"][0] in secrets
+        if isinstance(given, str):
+            given = without_userinfo(given)  # a URL's token is a secret too
         shown = "" if secret or isinstance(given, dict) else f" (got {given!r})"
         msg = str(err["msg"]).removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":

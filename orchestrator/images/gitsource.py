@@ -17,10 +17,13 @@ import os
 import re
 import subprocess
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator.core.errors import UsageError, UserError
+from orchestrator.core.idents import is_commit_id
+from orchestrator.core.urls import without_userinfo
 
 HEX = re.compile(r"^[0-9a-fA-F]{4,40}$")
 URLISH = re.compile(r"^([a-z][a-z0-9+.-]*://|[^/\s]+@[^/\s]+:)", re.IGNORECASE)
@@ -50,7 +53,42 @@ def is_url(source: str) -> bool:
 
 def display_source(source: str) -> str:
     """`source` without credentials (`https://user:token@host/...` → `https://host/...`)."""
-    return re.sub(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", r"\1", source, flags=re.IGNORECASE)
+    return without_userinfo(source)
+
+
+def credential_line(url: str) -> str | None:
+    """What git's `store` credential helper reads for `url`'s user-info, or None.
+
+    The build container fetches the URL without it and reads this from a file removed
+    before `docker commit`: arguments, environment and labels are all kept in the image.
+    """
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https") or parts.password is None:
+        return None
+    host = parts.netloc.rpartition("@")[2]
+    return f"{parts.scheme.lower()}://{parts.netloc.rpartition('@')[0]}@{host}\n"
+
+
+def refuse_option(value: str, what: str, fix: str) -> str:
+    """`value`, unless git (or any command) could take it for an option: it starts with `-`."""
+    if value.startswith("-"):
+        raise UsageError(
+            f"{what} {value!r} starts with '-', so git would read it as an option, not a "
+            f"name. {fix}"
+        )
+    return value
+
+
+def checked_commit(value: str, where: str) -> str:
+    """An LLVM commit read from an image label or a record, checked to be one before git
+    sees it (`--output=…` would otherwise be an option of `git show`)."""
+    if not is_commit_id(value):
+        raise UserError(
+            f"The LLVM commit {value[:80]!r} in {where} is not a commit hash, so it was not "
+            "used. The label or record was not written by gmxbench, or was altered: rebuild "
+            "the image or re-import the results from a trusted source."
+        )
+    return value
 
 
 def git(
@@ -113,6 +151,11 @@ def resolve_commit(source: str, rev: str) -> ResolvedCommit:
     rev = rev.strip()
     if not rev:
         raise UsageError("Empty LLVM revision: give a commit hash, a branch, or '.'.")
+    refuse_option(rev, "The LLVM revision", "Give a commit hash, a branch, a tag or '.'.")
+    refuse_option(
+        source, "The LLVM source (llvm_source, ORCH_LLVM_SOURCE)",
+        "Set it to an llvm-project checkout or a git URL.",
+    )  # fmt: skip
     if rev != "." and _is_path(rev):
         return _working_tree(Path(rev).expanduser(), rev)
     local = Path(source).expanduser()
@@ -132,7 +175,11 @@ def resolve_commit(source: str, rev: str) -> ResolvedCommit:
 
 def _working_tree(path: Path, shown: str) -> ResolvedCommit:
     top = _checkout(path, shown)
-    head = git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], cwd=top, check=False)
+    head = git(
+        ["rev-parse", "--verify", "--quiet", "--end-of-options", "HEAD^{commit}"],
+        cwd=top,
+        check=False,
+    )
     if head.returncode != 0:
         raise UsageError(f"The checkout {top} has no commits yet; commit something first.")
     full = head.stdout.decode().strip()
@@ -142,7 +189,7 @@ def _working_tree(path: Path, shown: str) -> ResolvedCommit:
 
 
 def _short(top: Path, full: str) -> str:
-    result = git(["rev-parse", f"--short={SHORT}", full], cwd=top)
+    result = git(["rev-parse", f"--short={SHORT}", "--end-of-options", full], cwd=top)
     return result.stdout.decode().strip()
 
 
@@ -168,9 +215,10 @@ def _make(
 
 
 def _local(top: Path, source: str, rev: str) -> ResolvedCommit:
-    result = git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], cwd=top, check=False)
+    at = f"{rev}^{{commit}}"
+    result = git(["rev-parse", "--verify", "--quiet", "--end-of-options", at], cwd=top, check=False)
     if result.returncode != 0:
-        probe = git(["rev-parse", "--verify", f"{rev}^{{commit}}"], cwd=top, check=False)
+        probe = git(["rev-parse", "--verify", "--end-of-options", at], cwd=top, check=False)
         detail = _last_line(probe.stderr)
         hint = (
             "Give more characters of the hash."
@@ -180,6 +228,7 @@ def _local(top: Path, source: str, rev: str) -> ResolvedCommit:
         raise UsageError(f"Commit {rev!r} is not in the LLVM repository {top} ({detail}). {hint}")
     full = result.stdout.decode().strip()
     ref = None
+    # `rev` was refused above if it starts with '-' (this mode echoes --end-of-options).
     named = git(["rev-parse", "--symbolic-full-name", rev], cwd=top, check=False)
     if named.returncode == 0 and named.stdout.strip():
         ref = named.stdout.decode().strip().splitlines()[0]
@@ -188,7 +237,7 @@ def _local(top: Path, source: str, rev: str) -> ResolvedCommit:
 
 def _remote(url: str, rev: str) -> ResolvedCommit:
     shown = display_source(url)
-    result = git(["ls-remote", "--heads", "--tags", url], check=False)
+    result = git(["ls-remote", "--heads", "--tags", "--", url], check=False)
     if result.returncode != 0:
         raise UsageError(
             f"Cannot list the LLVM repository {shown} "
@@ -257,7 +306,10 @@ def base_of(commit: ResolvedCommit) -> ResolvedCommit:
     top = Path(commit.source)
     if commit.dirty:
         return _make(str(top), commit.full, commit.short, ref="HEAD")
-    parent = git(["rev-parse", "--verify", "--quiet", f"{commit.full}^1"], cwd=top, check=False)
+    first = f"{commit.full}^1"
+    parent = git(
+        ["rev-parse", "--verify", "--quiet", "--end-of-options", first], cwd=top, check=False
+    )
     if parent.returncode != 0:
         raise UsageError(
             f"LLVM {commit.label} is the first commit of {top}: it has no parent to compare "

@@ -10,12 +10,16 @@ made in a scratch object store, so the user's repository is never written to.
 
 from __future__ import annotations
 
+import re
 import shutil
+import uuid
 from pathlib import Path
 
 from orchestrator.core import engine
 from orchestrator.core.engine import Client
 from orchestrator.core.errors import UserError
+from orchestrator.core.events import Emit, Message, ignore
+from orchestrator.core.owner import Owner
 from orchestrator.images.gitsource import ResolvedCommit, git
 from orchestrator.images.provenance import label
 
@@ -27,6 +31,16 @@ GIT_DIR = f"{MOUNT}/git"
 WORKSPACE_LABEL, KEEP_LABEL = label("workspace"), label("keep")
 #: What the volume's build tree was configured with and cloned from.
 BUILDER_LABEL, REPOSITORY_LABEL = label("builder"), label("repository")
+#: A build container's name: the gmxbench that started it (boot, pid and its start time),
+#: not labels, which `docker commit` would copy into the toolchain image.
+BUILD_PREFIX = "gmxbench-llvm-build-"
+_BUILD_NAME = re.compile(
+    rf"^{BUILD_PREFIX}(?P<boot>[0-9a-f-]{{36}})-(?P<pid>\d+)-(?P<started>\d+)-[0-9a-f]{{8}}$"
+)
+#: Where a build's own inputs are put in its container (not the shared volume, so two
+#: builds never overwrite each other's): the bundle, and the credentials of a URL.
+INBOX = "/tmp"
+BUNDLE, CREDENTIALS = "gmxbench-incoming.bundle", "gmxbench-git-credentials"
 #: Refs the clone keeps each fetched commit under (a bundle's `refs/heads/<id>` lands here).
 KEPT_REFS = "refs/gmxbench/"
 #: The same author and dates for every snapshot, so one working tree is one commit id.
@@ -44,6 +58,48 @@ def ensure_volume(client: Client, name: str, builder_id: str, repository: str) -
         BUILDER_LABEL: builder_id, REPOSITORY_LABEL: repository,
     }  # fmt: skip
     return engine.ensure_volume(client, name, labels)
+
+
+def build_name() -> str:
+    """The name of a build container: `sweep_orphans` reads its owner from it."""
+    owner = Owner.current()
+    return f"{BUILD_PREFIX}{owner.boot_id}-{owner.pid}-{owner.started}-{uuid.uuid4().hex[:8]}"
+
+
+def sweep_orphans(client: Client, volume: str, emit: Emit = ignore) -> None:
+    """Remove the build containers on `volume` whose gmxbench is gone, and say who holds it.
+
+    A build's container outlives a killed gmxbench and keeps the workspace's lock (the
+    script's `flock`, released only when the container's process ends), so the next
+    build would wait for a build nobody will commit. Removing the container ends it.
+    """
+    for found in engine.containers_on(client, volume):
+        if not found.name.startswith(BUILD_PREFIX):
+            continue  # a reader of the clone (known_commits), gone in a moment
+        owner = _owner(found.name)
+        if owner is not None and owner.alive() is False:
+            engine.remove_container(client, found.id)
+            emit(Message(
+                f"removed the LLVM build container {found.name}: its gmxbench "
+                f"({owner.describe()}) is gone, and it held the workspace {volume}"
+            ))  # fmt: skip
+        elif found.status == "running":
+            who = owner.describe() if owner is not None else "an unknown process"
+            emit(Message(
+                f"another LLVM build (container {found.name}, started by {who}) holds the "
+                f"workspace {volume}: this build waits for it. If it is orphaned, remove it: "
+                f"docker rm -f {found.name}"
+            ))  # fmt: skip
+
+
+def _owner(name: str) -> Owner | None:
+    """The gmxbench that started the build named `name`, when it ran on this machine."""
+    match = _BUILD_NAME.match(name)
+    here = Owner.current()
+    if match is None or match["boot"] != here.boot_id:
+        return None  # another machine's engine, or a name of another layout: unknown
+    return Owner(host=here.host, boot_id=here.boot_id, pid=int(match["pid"]),
+                 started=int(match["started"]))  # fmt: skip
 
 
 def known_commits(client: Client, image: str, volume: str) -> set[str]:

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from orchestrator.core.files import DamagedRecord, damage, read_model, write_atomic
+from orchestrator.core.idents import LlvmCommit
 from orchestrator.core.settings import split_targets
 from orchestrator.platforms.base import CompileCacheStats
 
@@ -66,7 +67,7 @@ class ImageRecord(BaseModel):
     compiler: str | None = None
     compiler_version: str | None = None
     toolchain: str | None = None
-    llvm_commit: str | None = None
+    llvm_commit: LlvmCommit | None = None
     llvm_dirty: bool = False
     #: The compiler's LLVM was imported from a tree built outside the tool (its path and
     #: when, and where the commit was read): `rebuild` cannot make it again.

@@ -24,7 +24,13 @@ from orchestrator.core.events import Emit, Event, Message, ignore
 from orchestrator.core.settings import Settings
 from orchestrator.images import builder, llvm_workspace, toolchain
 from orchestrator.images.catalog import inputs_key, probe
-from orchestrator.images.gitsource import ResolvedCommit, display_source, is_url, resolve_commit
+from orchestrator.images.gitsource import (
+    ResolvedCommit,
+    credential_line,
+    display_source,
+    is_url,
+    resolve_commit,
+)
 from orchestrator.images.provenance import build_log_path, label
 from orchestrator.images.render import render, render_script
 from orchestrator.platforms import active
@@ -73,6 +79,7 @@ def context(
         "builder_id": builder_id,
         "targets": targets,
         "workspace": llvm_workspace.MOUNT,
+        "credentials": f"{llvm_workspace.INBOX}/{llvm_workspace.CREDENTIALS}",
         "install_prefix": INSTALL_PREFIX,
         "components": ";".join(COMPONENTS),
         "ccache_size": CCACHE_SIZE,
@@ -266,13 +273,18 @@ def _build(
     scratch = None if url else llvm_workspace.Scratch(Path(commit.source), tmp)
     checkout = commit.full if scratch is None else llvm_workspace.checkout_commit(scratch, commit)
     have = set() if scratch is None else llvm_workspace.known_commits(client, environment, volume)
+    llvm_workspace.sweep_orphans(client, volume, emit)
     for attempt in (1, 2):
         files: dict[str, bytes | Path] = {}
-        source = settings.llvm_source if url else ""
+        # The URL without its user-info: the arguments are kept in the image's history.
+        source = display_source(settings.llvm_source) if url else ""
+        secret = credential_line(settings.llvm_source) if url else None
+        if secret is not None:
+            files[llvm_workspace.CREDENTIALS] = secret.encode()
         if scratch is not None and checkout not in have and scratch.lacks(checkout, have):
             bundle = scratch.bundle(checkout, have, tmp / f"{attempt}.bundle")
-            files["incoming.bundle"] = bundle
-            source = f"{llvm_workspace.MOUNT}/incoming.bundle"
+            files[llvm_workspace.BUNDLE] = bundle
+            source = f"{llvm_workspace.INBOX}/{llvm_workspace.BUNDLE}"
             what = "the whole history" if not have else "the objects the clone lacks"
             emit(Message(f"bundle: {bundle.stat().st_size / 1e6:.3f} MB ({what})"))
         config = {
@@ -283,11 +295,13 @@ def _build(
             "volumes": {volume: {"bind": llvm_workspace.MOUNT, "mode": "rw"}},
             "network_disabled": not url,
             "labels": {BUILD_LABEL: tag},
+            "name": llvm_workspace.build_name(),
         }  # fmt: skip
         try:
             return engine.build_in_container(
-                client, config, what=tag, files=files, put_at=llvm_workspace.MOUNT,
+                client, config, what=tag, files=files, put_at=llvm_workspace.INBOX,
                 changes=None if plan else ['CMD ["/bin/bash"]'],
+                absent=(f"{llvm_workspace.INBOX}/{llvm_workspace.CREDENTIALS}",),
                 log=build_log_path(settings.results_dir, tag), emit=emit,
             )  # fmt: skip
         except ContainerBuildFailed as exc:

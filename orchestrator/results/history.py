@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import select
 
 from orchestrator.core.errors import UsageError
+from orchestrator.core.idents import is_commit_id
 from orchestrator.parsers.categories import CATEGORIES
 from orchestrator.results.changepoints import change_points
 from orchestrator.results.stats import Verdict, compare_samples
@@ -186,8 +187,12 @@ def _unknown_metric(db: Database, system: str, name: str) -> str:
 
 
 def commit_dates(source: str, commits: Sequence[str]) -> dict[str, str]:
-    """Committer dates (ISO 8601) of `commits` in a local checkout; {} for a URL or unknowns."""
+    """Committer dates (ISO 8601) of `commits` in a local checkout; {} for a URL or unknowns.
+
+    Only what looks like a commit reaches git (a database row may hold anything an
+    imported record held), after `--end-of-options`."""
     path = Path(source).expanduser()
+    commits = [c for c in commits if is_commit_id(c) and not c.endswith("-dirty")]
     if not commits or (not (path / ".git").exists() and not (path / "HEAD").exists()):
         return {}
     found = _dates(path, commits)
@@ -200,12 +205,14 @@ def commit_dates(source: str, commits: Sequence[str]) -> dict[str, str]:
 
 def _dates(path: Path, commits: Sequence[str]) -> dict[str, str] | None:
     out = subprocess.run(
-        ["git", "-C", str(path), "show", "-s", "--format=%cI", *(c + "^{commit}" for c in commits)],
+        ["git", "-C", str(path), "show", "-s", "--format=%cI", "--end-of-options",
+         *(c + "^{commit}" for c in commits)],
         capture_output=True, text=True,
     )  # fmt: skip
-    if out.returncode != 0:
+    dates = out.stdout.split()
+    if out.returncode != 0 or len(dates) != len(commits):
         return None
-    return dict(zip(commits, out.stdout.split(), strict=True))
+    return dict(zip(commits, dates, strict=True))
 
 
 def build_series(

@@ -47,6 +47,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.events import Caution, Emit, ignore
 from orchestrator.core.settings import Settings
+from orchestrator.core.urls import hide_query_secrets
 from orchestrator.images.provenance import label
 from orchestrator.parsers.breakdown import KernelBreakdown
 from orchestrator.runs.store import RunResult, RunState, RunStore
@@ -183,9 +184,10 @@ def url_of(settings: Settings) -> str:
 
 
 def shown(url: str) -> str:
-    """The URL as it may be printed: the password hidden."""
+    """The URL as it may be printed: the password hidden, in its field and in the query
+    string (`?password=`, which libpq reads too)."""
     try:
-        return make_url(url).render_as_string(hide_password=True)
+        return hide_query_secrets(make_url(url).render_as_string(hide_password=True))
     except ArgumentError:
         return "<not a database URL>"
 

@@ -26,6 +26,7 @@ from orchestrator.core.events import Caution, Emit, Event, ignore
 from orchestrator.core.settings import Settings
 from orchestrator.images import kernels
 from orchestrator.images.fingerprint import codegen_path
+from orchestrator.images.gitsource import checked_commit
 from orchestrator.images.gromacs import gromacs_ref
 from orchestrator.images.provenance import container_labels, label
 from orchestrator.parsers.mdlog import MdLog, parse_mdlog
@@ -167,6 +168,8 @@ def plan_run(
         raise UserError(f"Image {ref} is not in the engine. Build it first: {how}.")
     missing = f"image {ref} is not in the engine yet: build it first, {how}"
     labels = image.labels if image is not None else {}
+    if labels.get(label("llvm_commit")) is not None:  # someone else's text: checked now
+        checked_commit(labels[label("llvm_commit")], f"the label of image {ref}")
     build_name = labels.get(label("build")) or req.build
     platform_name = labels.get(label("platform"))
     if platform is None:

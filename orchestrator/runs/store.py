@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field
 from orchestrator.core.errors import NoSpace, UsageError, UserError, space_for
 from orchestrator.core.events import Caution, Emit, ignore
 from orchestrator.core.files import DamagedRecord, read_model, write_atomic
+from orchestrator.core.idents import LlvmCommit
 from orchestrator.parsers import detect
 from orchestrator.parsers.breakdown import KernelBreakdown
 from orchestrator.parsers.kernelbench import MetricValue
@@ -101,7 +102,7 @@ class RunResult(BaseModel):
     mdrun_wall_seconds: float | None = None
     setup_seconds: float | None = None
     profile_mode: str = "none"
-    llvm_commit: str | None = None
+    llvm_commit: LlvmCommit | None = None
     compiler: str | None = None
     compiler_version: str | None = None
     image: ImageRef

@@ -39,7 +39,7 @@ from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.events import Caution, Emit, Message, Step, ignore
 from orchestrator.core.settings import Settings
 from orchestrator.images import kernels
-from orchestrator.images.gitsource import git, is_url
+from orchestrator.images.gitsource import display_source, git, is_url, refuse_option
 from orchestrator.images.gromacs import build_gromacs
 from orchestrator.results.compare import Comparison
 from orchestrator.results.history import Bisect, BisectStep, BisectVerdict
@@ -355,7 +355,8 @@ def _checkout(source: str) -> Path:
     path = Path(source).expanduser()
     if is_url(source) or not path.is_dir():
         raise UsageError(
-            f"bisect needs a local llvm-project checkout, and ORCH_LLVM_SOURCE is {source!r}. "
+            "bisect needs a local llvm-project checkout, and ORCH_LLVM_SOURCE is "
+            f"{display_source(source)!r}. "
             "Clone it (git clone https://github.com/llvm/llvm-project) and set "
             "ORCH_LLVM_SOURCE to its path."
         )
@@ -363,7 +364,11 @@ def _checkout(source: str) -> Path:
 
 
 def _commit(source: Path, rev: str) -> str:
-    found = git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], cwd=source, check=False)
+    refuse_option(rev, "The commit", "Give a commit hash, a branch or a tag.")
+    at = f"{rev}^{{commit}}"
+    found = git(
+        ["rev-parse", "--verify", "--quiet", "--end-of-options", at], cwd=source, check=False
+    )
     if found.returncode:
         raise UsageError(f"{rev!r} is not a commit in {source}. Check the hash, or fetch it.")
     return found.stdout.decode().strip()

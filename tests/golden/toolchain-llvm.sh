@@ -3,13 +3,25 @@
 # workspace volume. Usage: gmxbench-build-llvm COMMIT REVISION PREFIX REPOSITORY [BUNDLE|URL]
 # COMMIT is checked out (a snapshot commit for a working tree with changes); REVISION is
 # what `clang --version` names (the commit, or `<commit>-dirty`).
+# A URL comes without its user-info: the tool puts that in /tmp/gmxbench-git-credentials,
+# read by git's credential helper and removed before the container is committed.
 # Exit codes the tool reads: 75 the clone lacks the bundle's prerequisites (send a whole
 # bundle), 76 the device libraries do not fit this clang.
 set -euo pipefail
+CREDENTIALS=/tmp/gmxbench-git-credentials
+trap 'rm -f "$CREDENTIALS"' EXIT
 COMMIT=$1 REVISION=$2 PREFIX=$3 REPOSITORY=$4 FROM=${5:-}
+if ! [[ $COMMIT =~ ^[0-9a-f]{40}$ ]]; then
+  echo "not a commit: $COMMIT" >&2
+  exit 2
+fi
 SRC=/llvm/src BUILD=/llvm/build CCACHE=/llvm/ccache
 exec 9>/llvm/.lock
-flock 9  # one build per workspace at a time
+# One build per workspace at a time; the lock ends with the process that holds it.
+if ! flock --nonblock 9; then
+  echo "waiting for another LLVM build of this workspace to end"
+  flock 9
+fi
 
 # The clone's git directory is kept outside the source tree: LLVM's CMake makes its
 # revision headers depend on <source>/.git/logs/HEAD, so with it inside every checkout
@@ -33,19 +45,21 @@ fetch() {
       cat /tmp/verify.err >&2
       exit 75
     fi
-    git_ fetch --quiet "$FROM" "+refs/heads/*:refs/gmxbench/*"
+    git_ fetch --quiet -- "$FROM" "+refs/heads/*:refs/gmxbench/*"
     rm -f "$FROM"
   else
-    git_ fetch --quiet --depth 1 "$FROM" "$COMMIT"
+    git_ -c credential.helper= -c "credential.helper=store --file=$CREDENTIALS" \
+      fetch --quiet --depth 1 -- "$FROM" "$COMMIT"
+    rm -f "$CREDENTIALS"
     git_ update-ref "refs/gmxbench/$COMMIT" "$COMMIT"
   fi
   # Only the files that differ from the last build's commit are written.
   local last
   last=$(git_ rev-parse --quiet --verify HEAD || true)
-  git_ -c advice.detachedHead=false checkout --quiet --force --detach "$COMMIT"
+  git_ -c advice.detachedHead=false checkout --quiet --force --detach "$COMMIT" --
   git_ clean -ffdxq
   if [ -n "$last" ]; then
-    echo "checkout: $(git_ diff --name-only "$last" "$COMMIT" | wc -l) files differ from ${last:0:12}"
+    echo "checkout: $(git_ diff --name-only "$last" "$COMMIT" -- | wc -l) files differ from ${last:0:12}"
   else
     echo "checkout: $(git_ ls-files | wc -l) files (a new clone)"
   fi
