@@ -53,6 +53,27 @@ def test_the_false_alarm_rate_of_a_whole_history_is_alpha() -> None:
     assert flagged <= 8  # 5% of 60 is 3; P(more than 8 | rate 5%) < 0.002
 
 
+def test_a_p_value_equal_to_alpha_is_no_change_point() -> None:
+    """19 reshuffles: p = (1 + k) / 20 is never below 0.05, so nothing is ever a change point
+    at alpha 0.05, not even a step no reshuffle matches (p = 0.05 exactly); a hair above
+    0.05, that step is one."""
+    step = [
+        [100.0 + 0.1 * (c % 3)] * 2 if c < 10 else [150.0 + 0.1 * (c % 3)] * 2 for c in range(20)
+    ]
+    assert change_points(step, alpha=0.05, permutations=19) == []
+    assert change_points(step, alpha=0.0501, permutations=19) == [10]
+
+
+def test_the_first_test_rejects_an_aa_history_at_its_exact_rate() -> None:
+    """Under no change the runs are exchangeable, so p = (1 + k) / 20 with 19 reshuffles is
+    uniform on 1/20 … 20/20: at alpha 0.1 only p = 0.05 rejects, 5 % of A/A histories (10 %
+    if p = alpha counted). 4,000 seeded histories: 5 % ± 0.34 % (1 sd)."""
+    rng = random.Random(13)
+    histories = ([[rng.gauss(100, 3) for _ in range(2)] for _ in range(10)] for _ in range(4000))
+    flagged = sum(bool(change_points(h, alpha=0.1, permutations=19)) for h in histories)
+    assert 0.038 <= flagged / 4000 <= 0.062, flagged
+
+
 def test_bisect_runs_an_even_number_of_pairs() -> None:
     assert [even_pairs(n) for n in (1, 5, 6, 7)] == [2, 6, 6, 8]
     assert even_pairs("auto") == "auto" and even_pairs("auto:7") == "auto:8"

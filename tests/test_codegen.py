@@ -171,6 +171,40 @@ def test_layout_only_literals_are_not_code_changes() -> None:
     assert not any("//" in line or re.search(r"<(?!pcrel>)", line) for line in text)
 
 
+def _cov_report(disasm: str) -> dict[str, Any]:
+    """The probe's gpu report of the code-object v5 fixture with `disasm` as its disassembly."""
+    ((path, rel, unit, arch),) = _code_objects(COV / "v5")
+    notes = _gz(path.with_name(path.name[:-3] + ".notes.txt.gz"))
+    records, info = probe.code_object_records(rel, unit, arch, notes, disasm, 5)
+    return dict(schema=probe.SCHEMA, mode="gpu", tools={"objdump": "stored"}, archs=[arch],
+                code_objects=[info], functions=records, elapsed_s=0.0)  # fmt: skip
+
+
+def test_operands_alone_are_code_changes() -> None:
+    """The real kernel with one operand edited, each instruction's mnemonic kept: reading
+    another kernel argument (0x1c -> 0x18) or multiplying by another register is a change."""
+    disasm = _gz(next((COV / "v5").glob("*.objdump.txt.gz")))
+    edits = [("s_load_b32 s4, s[0:1], 0x1c", "s_load_b32 s4, s[0:1], 0x18"),
+             ("v_mul_f32_e32 v2, s2, v2", "v_mul_f32_e32 v2, s3, v2")]  # fmt: skip
+    base = _cov_report(disasm)
+    (kernel,) = base["functions"]
+    for old, new in edits:
+        assert disasm.count(old) == 1
+        edited = _cov_report(disasm.replace(old, new))
+        (other,) = edited["functions"]
+        mnemonics = {
+            tuple(line.split(" ", 1)[0] for line in probe.gpu_normalise(body))
+            for text in (disasm, disasm.replace(old, new))
+            for body in dict(probe.blocks(text.splitlines())).values()
+        }
+        assert len(mnemonics) == 1  # the two differ in operands alone
+        assert other["instructions"] == kernel["instructions"]
+        assert other["classes"] == kernel["classes"] and other["sha256"] != kernel["sha256"]
+        a = parse_probe_output(json.dumps(base), source="v5", build="a")
+        b = parse_probe_output(json.dumps(edited), source="v5", build="b")
+        assert [k.name for k in diff(a, b).changed] == [kernel["name"]]
+
+
 def test_disassembly_blocks_are_the_symbol_tables_functions() -> None:
     for path, _rel, _unit, _arch in _code_objects(GROMACS / "a") + _code_objects(
         GROMACS / "gfx90a"
@@ -564,6 +598,37 @@ def test_cpu_normalisation_ignores_where_the_function_lies() -> None:
         re.search(r"\b[0-9a-f]{6,}\b", line) for line in original if line.startswith(("j", "call"))
     )
     assert any(line.startswith("j") and "<.+0x" in line for line in original)
+
+
+MOVED = DATA / "cpu" / "moved"  # one function compiled by gcc 12 three ways (hot.c)
+
+
+def _hot_record(variant: str) -> dict[str, Any]:
+    """The probe's record of spread_on_grid from the stored nm and objdump of `variant`."""
+    symbols = probe.parse_nm((MOVED / f"{variant}.nm.txt").read_text())
+    by_address = {address: name for address, _size, name in symbols}
+    text = (MOVED / f"{variant}.objdump.txt").read_text()
+    ((name, body),) = probe.select_blocks(text, by_address)
+    return probe.cpu_record(name, name, body, "libhot.so")
+
+
+def test_cpu_fingerprint_follows_the_code_not_where_it_and_its_data_lie() -> None:
+    """`moved` is the same code behind another function and its data: every address and
+    every ``%rip`` displacement differ, the hash does not. `operand` adds 7 instead of 5:
+    the same mnemonics, another immediate, another hash."""
+    rip = re.compile(r"(-?0x[0-9a-f]+)\(%rip\)")
+    texts = {v: (MOVED / f"{v}.objdump.txt").read_text() for v in ("base", "moved", "operand")}
+    base_rip, moved_rip = rip.findall(texts["base"]), rip.findall(texts["moved"])
+    assert len(base_rip) == len(moved_rip) == 3
+    assert all(int(b, 16) != int(m, 16) for b, m in zip(base_rip, moved_rip, strict=True))
+    base, moved, operand = (_hot_record(v) for v in ("base", "moved", "operand"))
+    assert moved["sha256"] == base["sha256"] and moved["instructions"] == base["instructions"]
+    mnemonics = [
+        [line.split()[1] for line in text.splitlines() if re.match(r"^\s+[0-9a-f]+:\t", line)]
+        for text in (texts["base"], texts["operand"])
+    ]
+    assert mnemonics[0] == mnemonics[1]
+    assert operand["sha256"] != base["sha256"] and operand["classes"] == base["classes"]
 
 
 # --- the probe as a program -----------------------------------------------------------------

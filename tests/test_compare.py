@@ -347,3 +347,80 @@ def test_a_kernel_benchmark_on_a_busy_host_gets_no_marker_either(tmp_path: Path)
     assert cmp.too_busy is not None and len(cmp.left_out) == 3
     assert cmp.metrics["rw_peak"].marker == "•"  # 🚀 on a quiet host (test_kernels.py)
     assert "🚀" not in render(cmp) and "too busy to judge" in render(cmp)
+
+
+@pytest.mark.parametrize("apart", [0.009, -0.009, 0.011, -0.011])
+def test_energies_more_than_one_percent_apart_are_suspect(tmp_path: Path, apart: float) -> None:
+    """The candidate 20 % faster, its potential energy `apart` from the baseline's: within
+    the 1 % tolerance a 🚀, beyond it (either way) suspect, and no speed-up is shown."""
+    for i in range(1, 6):
+        make_run(tmp_path, f"stable__w__kernel-baseline-r{i}", "water-2022.5.log",
+                 ns_scale=1 + i / 1000)  # fmt: skip
+        run_dir = make_run(tmp_path, f"dev__w__fast-r{i}", "water-2022.5.log",
+                           ns_scale=1.2 + i / 1000)  # fmt: skip
+        result = RunStore.load(run_dir)
+        energies = dict(result.energies or {})
+        energies["Potential"] *= 1 + apart
+        RunStore.save(run_dir, result.model_copy(update={"energies": energies}))
+    cmp = compare_runs(
+        load_runs(tmp_path, "stable__w__kernel-baseline"), load_runs(tmp_path, "dev__w__fast")
+    )
+    assert cmp.ns_per_day.significant and cmp.ns_per_day.delta_pct == pytest.approx(20, abs=0.5)
+    if abs(apart) < 0.01:
+        assert not cmp.suspect and cmp.ns_per_day.marker == "🚀"
+    else:
+        assert cmp.suspect and cmp.ns_per_day.marker == "⚠"
+        assert f"({abs(apart):.1%} apart, tolerance 1%)" in (cmp.suspect_note or "")
+        assert "🚀" not in render(cmp) + webhook_text(cmp)
+
+
+def _kernel_ladder(run_dir: Path, count: int, scale: float) -> None:
+    """A kernel trace of `count` kernels: kernel i takes (i + 1) ms in all, in calls whose
+    median is the shorter the more time it takes (so no other order ranks them alike)."""
+    from orchestrator.parsers.rocprof import parse_kernel_csv
+
+    trace = parse_kernel_csv(SAMPLE)
+    model = trace.kernels[0]
+    kernels = [
+        model.model_copy(update={"name": f"kernel_{i:02d}", "total_ms": float(i + 1),
+                                 "median_us": scale * (100.0 - i)})
+        for i in range(count)
+    ]  # fmt: skip
+    RunStore.save_breakdown(run_dir, trace.model_copy(update={"kernels": kernels}))
+
+
+def test_the_top_kernels_are_the_ones_taking_the_most_time(tmp_path: Path) -> None:
+    """12 kernels, 8 compared: the 8 with the most baseline time, kernel_04 … kernel_11."""
+    count = 12
+    for i, (b, c) in enumerate(PAIRS, start=1):
+        for tag, scale in ((f"kernel-baseline-aa-r{i}", b), (f"aa-r{i}", c)):
+            _kernel_ladder(make_run(tmp_path, f"stable__w__{tag}", "water-2022.5.log"),
+                           count, scale)  # fmt: skip
+    cmp = compare_runs(
+        load_runs(tmp_path, "stable__w__kernel-baseline-aa"), load_runs(tmp_path, "stable__w__aa")
+    )
+    by_time = sorted(range(count), key=lambda i: -(i + 1))[:8]
+    assert sorted(cmp.kernels) == sorted(f"kernel_{i:02d}" for i in by_time)
+    assert "top 8 kernels, median call duration in each run:" in render(cmp)
+
+
+#: Candidate runs 20 % slower than their baseline, measured with a little noise.
+SLOWER = [(1.00, 0.80), (1.01, 0.81), (0.99, 0.79), (1.00, 0.81), (1.02, 0.81)]
+
+
+@pytest.mark.parametrize("paired", [True, False])
+def test_three_clean_pairs_give_a_verdict_and_two_do_not(tmp_path: Path, paired: bool) -> None:
+    """A marker needs 3 pairs (3 runs a side unpaired): 5 pairs, 2 flagged, leave exactly 3
+    clean, and the 🐢 stands; a third flagged pair leaves 2: too busy to judge."""
+    _bench_groups(tmp_path, SLOWER)
+    base, cand = "stable__w__kernel-baseline-aa", "stable__w__aa"
+    for i in (1, 2):
+        _flag(tmp_path / f"stable__w__aa-r{i}")
+    cmp = compare_runs(load_runs(tmp_path, base), load_runs(tmp_path, cand), paired=paired)
+    assert cmp.too_busy is None and len(cmp.left_out) == 2
+    assert cmp.ns_per_day.n_candidate == 3 and cmp.ns_per_day.marker == "🐢"
+    _flag(tmp_path / "stable__w__aa-r3")
+    cmp = compare_runs(load_runs(tmp_path, base), load_runs(tmp_path, cand), paired=paired)
+    assert cmp.too_busy is not None and cmp.ns_per_day.marker == "•"
+    what = "2 clean pairs remain" if paired else "leaving 5 baseline and 2 candidate runs"
+    assert what in cmp.too_busy

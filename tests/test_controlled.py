@@ -26,6 +26,7 @@ from orchestrator.results.codegen_diff import CategoryDiff, CodegenDiff, diff
 from orchestrator.results.controlled import KernelIndex, category_status, judge, kernel_status
 from orchestrator.results.judge import compare_groups
 from orchestrator.results.report import render
+from orchestrator.results.verdicts import verdict
 from orchestrator.runs.store import RunStore
 from tests.test_codegen import GROMACS, _codegen, _cpu_records
 from tests.test_compare import make_run
@@ -111,6 +112,67 @@ def test_no_unchanged_kernel_means_raw_only() -> None:
         assert entry.controlled is None and entry.verdict is entry.raw
         assert entry.control.startswith("no unchanged kernel") and entry.control_ratio is None
     assert got["changed"].raw.marker == "🐢"  # the raw verdict is still there, as it was
+
+
+def test_the_control_ratio_is_candidate_over_baseline_paired_or_not() -> None:
+    """Every candidate run 8–12 % slower: the control says ×1.10 (candidate / baseline) in
+    both designs; unpaired, it is the ratio of the control index's medians."""
+    machine = [1.10, 1.08, 1.12, 1.09, 1.11, 1.10]
+    base, cand = _pairs(machine, changed=1.0)
+    for paired in (True, False):
+        got = judge(base, cand, ["changed"], ["a", "b", "c"], WEIGHTS, paired=paired)["changed"]
+        assert got.control_ratio == pytest.approx(1.10, abs=0.005), paired
+        assert got.control.endswith(f"×{got.control_ratio:.4f}")
+    index = {
+        side: sorted(math.prod(times[n][r] ** (WEIGHTS[n] / 7) for n in "abc") for r in range(6))
+        for side, times in (("base", base), ("cand", cand))
+    }  # the weighted geometric mean per run, then each side's median (6 runs: the middle two)
+    medians = {side: (v[2] + v[3]) / 2 for side, v in index.items()}
+    assert got.control_ratio == pytest.approx(medians["cand"] / medians["base"], rel=1e-12)
+
+
+#: Per pair, a changed kernel's candidate / baseline ratio: a 5 % speed-up whose paired t
+#: gives p = 0.035, between alpha / 2 and alpha, and a kernel that did not move (p = 0.98).
+FASTER = [0.90, 0.99, 0.92, 1.00, 0.93, 0.97]
+STILL = [1.02, 0.97, 1.01, 0.99, 1.03, 0.98]
+WEIGHTS_TWO = {"k1": 1.0, "k2": 2.0, "a": 4.0, "b": 3.0}
+
+
+def _two_changed(machine: list[float], second: list[float]) -> tuple[dict[str, list[float]], ...]:
+    """Two changed kernels and two unchanged ones, every candidate run slowed by `machine`."""
+    base = {"k1": [1.0] * 6, "k2": [2.0] * 6, "a": [4.0] * 6, "b": [3.0] * 6}
+    cand = {"k1": [m * r for m, r in zip(machine, FASTER, strict=True)],
+            "k2": [2 * m * r for m, r in zip(machine, second, strict=True)],
+            "a": [4 * m for m in machine], "b": [3 * m for m in machine]}  # fmt: skip
+    return base, cand
+
+
+def test_several_changed_kernels_are_corrected_for_their_number() -> None:
+    """Benjamini–Hochberg over the changed kernels, raw and controlled: k1 alone (p = 0.035)
+    is a 🚀; beside a kernel that did not move, 0.035 > alpha / 2 and it is not; beside a
+    second kernel with the same p, both are (step-up: p ≤ 2/2 · alpha)."""
+    alone = verdict([1.0] * 6, FASTER, paired=True, higher_is_better=False,
+                    threshold_pct=2.0, alpha=0.05)  # fmt: skip
+    still = verdict([1.0] * 6, STILL, paired=True, higher_is_better=False,
+                    threshold_pct=2.0, alpha=0.05)  # fmt: skip
+    assert alone.marker == "🚀" and alone.p_value is not None and 0.025 < alone.p_value < 0.05
+    assert still.p_value is not None and still.p_value > 0.05
+    for machine in ([1.0] * 6, [1.10, 0.92, 1.05, 0.95, 1.08, 0.90]):
+        base, cand = _two_changed(machine, STILL)
+        one = judge(base, cand, ["k1"], ["a", "b"], WEIGHTS_TWO, paired=True)["k1"]
+        assert one.controlled is not None and one.controlled.marker == "🚀"
+        assert one.controlled.p_value == pytest.approx(alone.p_value, rel=1e-6)
+        got = judge(base, cand, ["k1", "k2"], ["a", "b"], WEIGHTS_TWO, paired=True)["k1"]
+        assert got.controlled is not None and got.controlled.marker == "•"
+        assert not got.controlled.significant
+        assert "after correcting for 2 changed kernels (Benjamini–Hochberg)" in got.controlled.note
+        both = judge(*_two_changed(machine, FASTER[::-1]), ["k1", "k2"], ["a", "b"],
+                     WEIGHTS_TWO, paired=True)  # fmt: skip
+        assert all(b.controlled and b.controlled.marker == "🚀" for b in both.values())
+    # with no machine factor the raw ratios are the controlled ones: the raw verdicts too
+    steady = judge(*_two_changed([1.0] * 6, STILL), ["k1", "k2"], ["a", "b"], WEIGHTS_TWO,
+                   paired=True)["k1"]  # fmt: skip
+    assert steady.raw.marker == "•" and "(Benjamini–Hochberg)" in steady.raw.note
 
 
 # --- names: real kernels, real traces ---------------------------------------------------
@@ -254,6 +316,37 @@ def test_compare_groups_judges_a_changed_gromacs_kernel_against_the_unchanged(
         and "changed kernels" not in render(cpu_only)
     )
     assert compare_groups(base, cand).controlled == {}
+
+
+@pytest.mark.parametrize("apart", [0.009, 0.011])
+def test_suspect_energies_keep_a_controlled_speed_up_from_showing(
+    tmp_path: Path, gpu_diff: CodegenDiff, apart: float
+) -> None:
+    """The changed GROMACS kernel 5 % faster against the control, the candidate's potential
+    energy `apart` from the baseline's: within the 1 % tolerance a 🚀, beyond it suspect and
+    never a speed-up, controlled or raw."""
+    changed = cxa_demangle(gpu_diff.changed[0].name)
+    solve = gpu_diff.categories["pme_solve"].unchanged[:3]
+    kernels = {changed: 40.0} | {
+        cxa_demangle(k.split("@")[0]): 20.0 + i for i, k in enumerate(solve)
+    }
+    _bench_runs(tmp_path, kernels, changed, 0.95)
+    runs = RunStore(tmp_path)
+    for run in runs.finished("b__w__aa"):
+        energies = dict(run.result.energies or {})
+        energies["Potential"] *= 1 + apart
+        RunStore.save(run.path, run.result.model_copy(update={"energies": energies}))
+    cmp = compare_groups(runs.finished("b__w__kernel-baseline-aa"), runs.finished("b__w__aa"),
+                         codegen=gpu_diff)  # fmt: skip
+    got = cmp.controlled[changed]
+    assert got.controlled is not None and got.controlled.significant
+    assert got.controlled.delta_pct == pytest.approx(-5, abs=0.5)
+    if apart < 0.01:
+        assert not cmp.suspect and got.controlled.marker == "🚀"
+    else:
+        assert cmp.suspect and f"({apart:.1%} apart, tolerance 1%)" in (cmp.suspect_note or "")
+        assert got.controlled.marker == "⚠" and got.raw.marker != "🚀"
+        assert "🚀" not in render(cmp)
 
 
 def test_compare_groups_on_the_cpu_judges_categories(tmp_path: Path) -> None:
