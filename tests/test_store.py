@@ -46,7 +46,7 @@ def test_groups_hold_the_tag_and_its_repeats_only(tmp_path: Path) -> None:
         _save(runs, f"b__s__{tag}")
     (tmp_path / "b__s__t-r3").mkdir()  # no result.json: a damaged run, listed as such
     names = [p.name for p in runs.group("b__s__t")]
-    assert names == ["b__s__t", "b__s__t-r1", "b__s__t-r10", "b__s__t-r2", "b__s__t-r3"]
+    assert names == ["b__s__t", "b__s__t-r1", "b__s__t-r2", "b__s__t-r3", "b__s__t-r10"]  # r2 < r10
     missing = runs.status(tmp_path / "b__s__t-r3")
     assert missing.state == "unreadable" and "(a run record) is missing" in missing.why
     assert runs.resolve("b__s__t-other") == [tmp_path / "b__s__t-other"]

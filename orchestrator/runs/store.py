@@ -361,8 +361,10 @@ class RunStore:
 
     def group(self, name: str) -> list[Path]:
         """The runs of group `name`: the run of that id and its repeats, in order."""
-        pattern = re.compile(re.escape(name) + r"(-r\d+)?")
-        return sorted(p for p in self.root.glob(name + "*") if pattern.fullmatch(p.name))
+        pattern = re.compile(re.escape(name) + r"(?:-r(\d+))?")
+        found = [(m, p) for p in self.root.glob(name + "*") if (m := pattern.fullmatch(p.name))]
+        # by repeat number (r2 before r10), the run of that id itself first
+        return [p for m, p in sorted(found, key=lambda mp: int(mp[0].group(1) or 0))]
 
     def runs(self) -> list[Path]:
         """Every run directory here (those holding, or meant to hold, a record)."""
