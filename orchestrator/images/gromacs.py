@@ -188,6 +188,21 @@ def shell_words(flags: list[str]) -> list[str]:
     return words
 
 
+#: Said after a dev build that found nothing in the compile cache: it cost a full compile.
+EMPTY_CACHE = (
+    "the compile cache {cache} was empty, so this build compiled every unit, not only those "
+    "of the compiler under test (`docker builder prune`, or BuildKit's garbage collection "
+    "when the build cache outgrows its limit, empties it); it holds this build's units now, "
+    "so the next dev build takes the rest from it again"
+)
+
+
+def cache_was_empty(stats: CompileCacheStats) -> bool:
+    """A build that compiled units and found none of them cached: the cache had nothing
+    (a dev build shares every host unit with the stable build that filled it)."""
+    return not stats.disabled and stats.hits == 0 and stats.misses > 0
+
+
 def compile_cache_id(platform: str, builder_id: str, source: SourceSpec) -> str:
     """The BuildKit cache mount of the compile cache: one per platform, builder and source,
     shared by stable and dev builds (ccache keeps what each compiler made apart)."""
@@ -351,6 +366,8 @@ def build_gromacs(
     facts = check_build(client, image_id, settings, flavor, compiler, ctx["prefix"])
     if facts.compile_cache is not None:
         emit(Message(f"compile cache: {facts.compile_cache.summary()}"))
+        if flavor == "dev" and cache_was_empty(facts.compile_cache):
+            emit(Message(EMPTY_CACHE.format(cache=ctx["compile_cache"])))
     builder_image = engine.image(client, base.id)
     base_digest = builder_image.labels.get(label("base_digest")) if builder_image else None
     source.sha256 = facts.source_sha256 or source.sha256
