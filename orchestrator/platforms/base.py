@@ -323,7 +323,7 @@ class Platform(ABC):
     def codegen_probe(
         self, mode: Literal["fingerprint", "asm"], prefix: str, stack: str | None,
         name: str | Sequence[str] | None = None, unit: str | None = None,
-        arch: str | None = None,
+        arch: str | None = None, rocm_version: str | None = None,
     ) -> list[str]:  # fmt: skip
         """The command that fingerprints a finished image of this platform (or prints one
         functions' normalised code): `parsers.codegen.probe_argv` with this platform's
