@@ -343,7 +343,7 @@ def test_rocm_base_environment_and_checks() -> None:
         f"LD_LIBRARY_PATH={ROCM}/lib",
     ]
     for needed in ("bin/rocprofv3", "bin/amdclang++", "lib/cmake/rocprim/rocprim-config.cmake"):
-        assert re.search(rf"test -[xf] {ROCM}/{re.escape(needed)} \|\| missing\+=", text)
+        assert re.search(rf"test -[xf] {ROCM}/{re.escape(needed)} \|\| missing=", text)
     assert "ln -s" not in text, "another ROCm must be refused, never relabelled"
     assert "--no-install-recommends" in text
     assert 'SHELL ["/bin/bash", "-o", "pipefail", "-c"]' in text

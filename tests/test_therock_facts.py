@@ -116,7 +116,7 @@ def test_builder_names_only_recorded_packages_paths_and_repository(targets: str)
         assert rest == f"{f.apt.url} {f.apt.suite} {f.apt.component}"
         assert keyring == "$key"
     assert f"curl -fsSL --retry 3 {f.apt.key_url} " in text
-    for check in re.findall(r'missing\+=\("([^"]+)"\)', text):
+    for check in re.findall(r'missing="\$missing, ([^"]+)"', text):
         path, package = re.fullmatch(r"(\S+) \(.*; package (\S+)\)", check).groups()  # type: ignore[union-attr]
         recorded = f.files[path]
         expected = f.deb_packages[recorded.package]
