@@ -246,7 +246,8 @@ class Settings(BaseSettings):
     rocm_stack: Literal["amd", "debian"] = Field(
         "amd",
         description="where the ROCm platform's base and stable compiler come from: AMD's "
-        "ROCm image, or Debian's ROCm packages (no registry needed)",
+        "ROCm 7.12 as TheRock ships it (rocm_source), or Debian's ROCm packages (no AMD "
+        "server needed)",
     )
     rocm_source: Literal["apt", "tarball"] = Field(
         "apt",

@@ -354,7 +354,7 @@ class Platform(ABC):
         if profile in ("counters", "systrace"):
             raise UserError(
                 f"--profile={profile} needs AMD's profilers and a GPU (ORCH_PLATFORM=rocm with "
-                "AMD's ROCm image); on the CPU platform --profile=trace records md.log's cycle "
+                "the amd ROCm stack); on the CPU platform --profile=trace records md.log's cycle "
                 "accounting."
             )
         return "exec " + shlex.join(mdrun) + "\n"

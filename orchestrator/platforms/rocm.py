@@ -1,7 +1,8 @@
 """The ROCm platform: HIP GROMACS for one AMD GPU target, kernels traced by rocprofv3.
 
-Two stacks build it (`ORCH_ROCM_STACK`): AMD's ROCm image (the default: ROCm at the
-reference path, amdclang++, rocprofv3) or Debian's own ROCm packages (hipcc over Debian's
+Two stacks build it (`ORCH_ROCM_STACK`): AMD's ROCm 7.12 as TheRock ships it (the
+default: installed below /opt/rocm/core-7.12 from AMD's repository or a release tarball,
+amdclang++, rocprofv3; `therock.py`) or Debian's own ROCm packages (hipcc over Debian's
 clang, HIP, rocPRIM, rocFFT; no profiler), which any machine that reaches Debian's mirror
 can build, CI included. Stable builds use the stack's compiler; dev builds send HIP
 straight through the clang under test with the flags hipcc would inject, and the stable
