@@ -70,17 +70,36 @@ def repos(engine: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str
 
 @pytest.fixture
 def built(engine: Any) -> Iterator[list[str]]:
-    """Tags this test made; untagged afterwards, their layers kept as the engine's build
-    cache (the build tools' layer is the slow one), nothing else touched."""
+    """Tags this test made, removed afterwards (`untag`); nothing else is touched."""
     tags: list[str] = []
     yield tags
     untag(engine, tags)
 
 
+#: Where the build tools' layer is kept between runs, so that only the first run on an
+#: engine installs them (the slow step); the rest of each build is removed.
+CACHE_TAG = ("gmxbench-rehearsal/build-tools", "sid")
+
+
 def untag(engine: Any, tags: list[str]) -> None:
+    """Remove each tag with the layers only it used, keeping the build tools' layer."""
     for tag in tags:
         with contextlib.suppress(Exception):
-            engine.images.remove(tag, noprune=True)
+            for entry in engine.api.history(tag):
+                if "build-essential" in entry.get("CreatedBy", "") and entry["Id"] != "<missing>":
+                    engine.api.tag(entry["Id"], *CACHE_TAG)
+                    break
+        with contextlib.suppress(Exception):
+            engine.images.remove(tag)
+
+
+def remove_built_on(engine: Any, image_id: str) -> None:
+    """The steps a failed build left on `image_id` (the engine keeps them as cache)."""
+    children = [i["Id"] for i in engine.api.images(all=True) if i.get("ParentId") == image_id]
+    for child in children:
+        remove_built_on(engine, child)
+        with contextlib.suppress(Exception):
+            engine.images.remove(child, noprune=True)
 
 
 @pytest.fixture(scope="module")
@@ -168,11 +187,14 @@ def test_a_base_whose_rocm_says_another_release_is_refused(
         good, ["bash", "-c", "echo 7.11.0 > /opt/rocm/core-7.12/.info/version"], detach=True
     )
     container.wait()
-    container.commit(*base.split(":"))
+    base_id = container.commit(*base.split(":")).id
     container.remove()
     built.append(base)
     chosen = settings(tmp_path, repos, "gfx1201").model_copy(update={"base_image": base})
-    message = refusal(engine, chosen)
+    try:
+        message = refusal(engine, chosen)
+    finally:
+        remove_built_on(engine, base_id)
     assert (
         "/opt/rocm/core-7.12/.info/version says ROCm 7.11.0, but this build pins ROCm 7.12"
         in message
