@@ -328,9 +328,9 @@ def test_llvm_toolchain_line_scales_to_a_real_llvm_project() -> None:
 
 @pytest.mark.usefixtures("isolated")
 def test_rocm_base_environment_and_checks() -> None:
-    digest = "rocm/dev-ubuntu-24.04:7.12-complete@sha256:" + "a" * 64
+    digest = "ubuntu:24.04@sha256:" + "a" * 64
     text = render("rocm-base", example_context("rocm-base", settings("rocm", base_image=digest)))
-    assert text.splitlines()[3] == f"FROM {digest}"
+    assert f"FROM {digest}" in text.splitlines()
     env = text[text.index("ENV ROCM_PATH") :].split("\n# ", 1)[0]
     assert env.split() == [
         "ENV",
@@ -343,8 +343,8 @@ def test_rocm_base_environment_and_checks() -> None:
         f"LD_LIBRARY_PATH={ROCM}/lib",
     ]
     for needed in ("bin/rocprofv3", "bin/amdclang++", "lib/cmake/rocprim/rocprim-config.cmake"):
-        assert re.search(rf"test -[xf] {ROCM}/{re.escape(needed)} \\\n *\|\| \{{ echo", text)
-    assert f'ln -s "$real" {ROCM}' in text
+        assert re.search(rf"test -[xf] {ROCM}/{re.escape(needed)} \|\| missing=", text)
+    assert "ln -s" not in text, "another ROCm must be refused, never relabelled"
     assert "--no-install-recommends" in text
     assert 'SHELL ["/bin/bash", "-o", "pipefail", "-c"]' in text
 

@@ -159,6 +159,64 @@ GROMACS_2026_RELEASE = GromacsSource(
     sha256="1094b7bbc6a3960223827114626657110b40096cdf9598a727935fc84ebf8aa0",
 )
 
+#: What a URL of the ROCm sources may hold: it lands in a Dockerfile's shell line.
+SOURCE_URL = re.compile(r"https?://[A-Za-z0-9._~:/%+-]+")
+
+
+def _source_url(value: str) -> str:
+    if not SOURCE_URL.fullmatch(value):
+        raise ValueError(
+            "must be an http(s) URL of letters, digits and . _ ~ : / % + - only "
+            "(no spaces, quotes or query strings)"
+        )
+    return value
+
+
+class RocmApt(BaseModel):
+    """AMD's apt repository of TheRock packages (`deb <url> <suite> <component>`, signed
+    by the key at `key_url`): the public one by default, a mirror or prerelease channel
+    by setting."""
+
+    url: str = "https://repo.amd.com/rocm/packages/ubuntu2404"
+    key_url: str = "https://repo.amd.com/rocm/packages/gpg/rocm.gpg"
+    suite: str = "stable"
+    component: str = "main"
+
+    @field_validator("url", "key_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        return _source_url(value)
+
+    @field_validator("suite", "component")
+    @classmethod
+    def _word(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", value):
+            raise ValueError("must be one apt suite or component name, like stable or main")
+        return value
+
+
+class RocmTarball(BaseModel):
+    """A TheRock release tarball (`therock-dist-linux-<family>-<version>.tar.gz`) and its
+    sha256, which the build checks before unpacking it."""
+
+    url: str
+    sha256: str
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        value = _source_url(value)
+        if not value.endswith(".tar.gz"):
+            raise ValueError("must be the URL of a .tar.gz (therock-dist-linux-...tar.gz)")
+        return value
+
+    @field_validator("sha256")
+    @classmethod
+    def _hex(cls, value: str) -> str:
+        if not re.fullmatch(r"[0-9a-f]{64}", value):
+            raise ValueError("must be the 64 lowercase hex digits of a sha256")
+        return value
+
 
 class SlurmResources(BaseModel):
     """What a SLURM job asks for. Settings give the defaults (`ORCH_SLURM__*`); a recipe's
@@ -264,7 +322,23 @@ class Settings(BaseSettings):
     rocm_stack: Literal["amd", "debian"] = Field(
         "amd",
         description="where the ROCm platform's base and stable compiler come from: AMD's "
-        "ROCm image, or Debian's ROCm packages (no registry needed)",
+        "ROCm 7.12 as TheRock ships it (rocm_source), or Debian's ROCm packages (no AMD "
+        "server needed)",
+    )
+    rocm_source: Literal["apt", "tarball"] = Field(
+        "apt",
+        description="where the amd stack's ROCm comes from: AMD's apt repository "
+        "(rocm_apt) or a release tarball (rocm_tarball, checksummed)",
+    )
+    rocm_apt: RocmApt = Field(
+        default_factory=RocmApt,
+        description="AMD's apt repository: url, key_url, suite, component "
+        "(ORCH_ROCM_APT__URL, ...); a mirror or a prerelease channel can replace it",
+    )
+    rocm_tarball: RocmTarball | None = Field(
+        None,
+        description="the TheRock release tarball of rocm_source=tarball: url and sha256 "
+        "(ORCH_ROCM_TARBALL__URL, ORCH_ROCM_TARBALL__SHA256)",
     )
     gpu_arch: str | None = Field(
         None,
@@ -376,6 +450,16 @@ class Settings(BaseSettings):
         if any(ord(c) < 32 or ord(c) == 127 for c in value):
             raise ValueError("holds a control character (a newline?): give one path or URL")
         return value
+
+    @model_validator(mode="after")
+    def _tarball_given(self) -> Settings:
+        if self.rocm_source == "tarball" and self.rocm_tarball is None:
+            raise ValueError(
+                "rocm_source=tarball needs the tarball: set ORCH_ROCM_TARBALL__URL to a "
+                "therock-dist-linux-<family>-<version>.tar.gz and ORCH_ROCM_TARBALL__SHA256 "
+                "to its sha256, or leave ORCH_ROCM_SOURCE unset for AMD's apt repository"
+            )
+        return self
 
     @field_validator("rocm_version")
     @classmethod

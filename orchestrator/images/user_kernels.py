@@ -99,7 +99,8 @@ def llvm_bin(labels: dict[str, str], api: str) -> str | None:
     """The LLVM tools of a HIP image's ROCm stack (llvm-objdump), None for other APIs."""
     if api != "hip":
         return None
-    return STACKS[labels.get(label("rocm_stack")) or "amd"].llvm_bin_of_image()
+    used = STACKS[labels.get(label("rocm_stack")) or "amd"]
+    return used.llvm_bin_of_image(labels.get(label("rocm_version")))
 
 
 def context(

@@ -323,7 +323,7 @@ class Platform(ABC):
     def codegen_probe(
         self, mode: Literal["fingerprint", "asm"], prefix: str, stack: str | None,
         name: str | Sequence[str] | None = None, unit: str | None = None,
-        arch: str | None = None,
+        arch: str | None = None, rocm_version: str | None = None,
     ) -> list[str]:  # fmt: skip
         """The command that fingerprints a finished image of this platform (or prints one
         functions' normalised code): `parsers.codegen.probe_argv` with this platform's
@@ -354,7 +354,7 @@ class Platform(ABC):
         if profile in ("counters", "systrace"):
             raise UserError(
                 f"--profile={profile} needs AMD's profilers and a GPU (ORCH_PLATFORM=rocm with "
-                "AMD's ROCm image); on the CPU platform --profile=trace records md.log's cycle "
+                "the amd ROCm stack); on the CPU platform --profile=trace records md.log's cycle "
                 "accounting."
             )
         return "exec " + shlex.join(mdrun) + "\n"

@@ -111,7 +111,7 @@ class CpuPlatform(Platform):
     def codegen_probe(
         self, mode: Literal["fingerprint", "asm"], prefix: str, stack: str | None,
         name: str | Sequence[str] | None = None, unit: str | None = None,
-        arch: str | None = None,
+        arch: str | None = None, rocm_version: str | None = None,
     ) -> list[str]:  # fmt: skip
         """GROMACS' hot functions in libgromacs.so, disassembled by binutils."""
         library = f"{prefix}/lib/libgromacs.so"

@@ -1,7 +1,8 @@
 """The ROCm platform: HIP GROMACS for one AMD GPU target, kernels traced by rocprofv3.
 
-Two stacks build it (`ORCH_ROCM_STACK`): AMD's ROCm image (the default: ROCm at the
-reference path, amdclang++, rocprofv3) or Debian's own ROCm packages (hipcc over Debian's
+Two stacks build it (`ORCH_ROCM_STACK`): AMD's ROCm 7.12 as TheRock ships it (the
+default: installed below /opt/rocm/core-7.12 from AMD's repository or a release tarball,
+amdclang++, rocprofv3; `therock.py`) or Debian's own ROCm packages (hipcc over Debian's
 clang, HIP, rocPRIM, rocFFT; no profiler), which any machine that reaches Debian's mirror
 can build, CI included. Stable builds use the stack's compiler; dev builds send HIP
 straight through the clang under test with the flags hipcc would inject, and the stable
@@ -29,6 +30,7 @@ from orchestrator.parsers.breakdown import KernelBreakdown
 from orchestrator.parsers.codegen import probe_argv
 from orchestrator.parsers.mdlog import MdLog
 from orchestrator.parsers.rocprof import find_rocprof_files, parse_rocprof
+from orchestrator.platforms import therock
 from orchestrator.platforms.base import (
     DEBOOTSTRAP_REPO,
     PREFIX_MAP,
@@ -81,11 +83,13 @@ CODEOBJECTS = "/opt/gmxbench/codeobjects"
 #: (EI_ABIVERSION) = 4, ELFABIVERSION_AMDGPU_HSA_V6; `-mcode-object-version=4/5/6` give 2/3/4.
 #: The stable image's own code objects (/opt/gmxbench/codeobjects) read 4 as well.
 DEBIAN_CODE_OBJECT_VERSION = 6
-#: The same for AMD's stack (amdclang++ of ROCm 7.12): NOT measured (AMD's image was not
-#: on the machine that measured Debian's), so assumed equal to Debian's clang 21; a
-#: `codegen diff` of a stable and a dev build names any difference, and
-#: ORCH_CODE_OBJECT_VERSION sets the dev side's by hand.
-AMD_CODE_OBJECT_VERSION = DEBIAN_CODE_OBJECT_VERSION
+#: The same for AMD's stack (amdclang++ of ROCm 7.12): the builder image measures it
+#: (rocm-base.Dockerfile.j2 compiles a one-kernel HIP file with amdclang++ and reads its
+#: EI_ABIVERSION into /opt/gmxbench/stable-code-object-version) and refuses to build when
+#: it is not this, unless ORCH_CODE_OBJECT_VERSION chooses the dev side's by hand. 7.12's
+#: own LLVM (ROCm/llvm-project at c849bc16b0e4, TheRock 7.12's compiler/amd-llvm) could
+#: not be read from here, so the value is checked, not cited.
+AMD_CODE_OBJECT_VERSION = 6
 
 
 @dataclass(frozen=True)
@@ -110,7 +114,7 @@ class RocmStack:
     def rocm_path(self, settings: Settings) -> str:
         if self.name == "debian":
             return "/usr"
-        return f"/opt/rocm/core-{settings.rocm_version}"
+        return f"/opt/rocm/core-{therock.major_minor(settings.rocm_version)}"
 
     def llvm_bin(self, settings: Settings) -> str:
         """The stack's LLVM tools (clang, llvm-objdump, llvm-readelf)."""
@@ -118,14 +122,14 @@ class RocmStack:
             return f"/usr/lib/llvm-{DEBIAN_LLVM}/bin"
         return f"{self.rocm_path(settings)}/lib/llvm/bin"
 
-    def llvm_bin_of_image(self) -> str:
-        """The LLVM tools inside an image of this stack, whatever ROCm version it pins
-        (`/opt/rocm` points at the image's ROCm root on AMD's images)."""
-        return (
-            f"/usr/lib/llvm-{DEBIAN_LLVM}/bin"
-            if self.name == "debian"
-            else "/opt/rocm/lib/llvm/bin"
-        )
+    def llvm_bin_of_image(self, rocm_version: str | None = None) -> str:
+        """The LLVM tools inside an image of this stack, below the ROCm root of the
+        release the image pins (its `rocm_version` label; the default release when the
+        image has none): TheRock 7.12 makes no /opt/rocm/lib link to rely on."""
+        if self.name == "debian":
+            return f"/usr/lib/llvm-{DEBIAN_LLVM}/bin"
+        version = rocm_version or Settings.model_fields["rocm_version"].default
+        return f"/opt/rocm/core-{therock.major_minor(version)}/lib/llvm/bin"
 
     def device_libs(self, settings: Settings) -> str:
         if settings.rocm_device_libs:
@@ -148,7 +152,7 @@ class RocmStack:
 STACKS: dict[str, RocmStack] = {
     "amd": RocmStack(
         name="amd",
-        default_base="rocm/dev-ubuntu-24.04:7.12-complete",
+        default_base="ubuntu:24.04",
         builder_template="rocm-base",
         default_gromacs=GROMACS_2026_RELEASE,
         cmake_rocm_root=True,
@@ -167,6 +171,30 @@ STACKS: dict[str, RocmStack] = {
         stable_code_object_version=DEBIAN_CODE_OBJECT_VERSION,
     ),
 }
+
+
+def therock_context(settings: Settings, targets: Sequence[str]) -> dict[str, Any]:
+    """What the amd stack's builder template installs, from where, and checks: TheRock's
+    packages for every GPU family the targets need (or the one family of a tarball)."""
+    version = settings.rocm_version
+    if settings.rocm_source == "tarball":
+        found = [therock.tarball_family(targets)]
+    else:
+        found = therock.families(targets)
+    return {
+        "rocm_version": therock.major_minor(version),
+        "rocm_path": STACKS["amd"].rocm_path(settings),
+        "source": settings.rocm_source,
+        "apt": settings.rocm_apt.model_dump(),
+        "tarball": settings.rocm_tarball.model_dump() if settings.rocm_tarball else None,
+        "families": found,
+        "packages": therock.packages(targets, version),
+        "needs": therock.needs(targets, version),
+        "version_file": therock.VERSION_FILE,
+        "gpu_arch": targets[0],
+        "code_object_version": code_object_version(settings),
+        "code_object_checked": settings.code_object_version is None,
+    }
 
 
 def stack(settings: Settings) -> RocmStack:
@@ -273,7 +301,8 @@ class RocmPlatform(Platform):
         if settings.rocm_stack == "debian":
             own = settings.model_copy(update={"rocm_device_libs": None})  # the stack's, checked
             context |= {"llvm": DEBIAN_LLVM, "device_libs": stack(own).device_libs(own)}
-        return context
+            return context
+        return context | therock_context(settings, gpu_archs(settings))
 
     def gromacs_values(self, settings: Settings) -> dict[str, Any]:
         return {
@@ -402,10 +431,10 @@ class RocmPlatform(Platform):
     def codegen_probe(
         self, mode: Literal["fingerprint", "asm"], prefix: str, stack: str | None,
         name: str | Sequence[str] | None = None, unit: str | None = None,
-        arch: str | None = None,
+        arch: str | None = None, rocm_version: str | None = None,
     ) -> list[str]:  # fmt: skip
         """The GPU code objects the build kept, read by the stack's own LLVM tools."""
-        tools = STACKS[stack or "amd"].llvm_bin_of_image()
+        tools = STACKS[stack or "amd"].llvm_bin_of_image(rocm_version)
         if mode == "asm":
             return probe_argv("asm", CODEOBJECTS, objdump=f"{tools}/llvm-objdump", name=name,
                               unit=unit, arch=arch)  # fmt: skip
