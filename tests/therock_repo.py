@@ -77,8 +77,13 @@ def facts() -> dict[str, Any]:
 
 
 def package_json() -> dict[str, dict[str, Any]]:
-    entries = json.loads((FACTS_DIR / "excerpts" / "package.json").read_text())["packages"]
-    return {entry["Package"]: entry for entry in entries}
+    """package.json's entries as facts.json records them (`Package`, `DEBDepends`,
+    `Gfxarch`, as build_package.py reads them)."""
+    entries = facts()["packages"]["entries"]
+    return {
+        name: {"Package": name, "DEBDepends": e["depends"], "Gfxarch": str(e["per_family"])}
+        for name, e in entries.items()
+    }
 
 
 def deb_of(name: str, family: str | None) -> str:
