@@ -169,8 +169,12 @@ def test_a_run_as_a_user_leaves_that_users_files_and_holds_no_privilege(
     ran = _as_user(python, ["-m", "orchestrator", "run", build, "water:3k", "least-priv",
                             "--steps", "200"], env)  # fmt: skip
     assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
-    run_dir = next(results.glob("*__least-priv"))
+    run_dir = next(results.glob("*__water-3k-pme__least-priv"))
     assert (run_dir / "topol.log").exists() and (run_dir / "result.json").exists()
+    kernel = _as_user(python, ["-m", "orchestrator", "run", build, "bandwidth:8MiB", "least-priv"],
+                      env)  # fmt: skip
+    assert kernel.returncode == 0, kernel.stdout[-2000:] + kernel.stderr[-2000:]
+    assert (next(results.glob("*__bandwidth-8MiB-*__least-priv")) / "bandwidth.json").exists()
     foreign = [
         f"{p.relative_to(results)} ({p.stat().st_uid}:{p.stat().st_gid})"
         for p in [results, *results.rglob("*")]
