@@ -206,8 +206,8 @@ class ProfileOutcome(BaseModel):
     trace: SystemTrace | None = Field(None, exclude=True)
 
 
-#: What every run container gets whatever its platform: no capabilities (a mode adds back
-#: what its tool needs) and no gaining any through setuid files (`no-new-privileges`).
+#: Every run container's first security option: no setuid or file-capability binary in
+#: an image gives the run more than it started with.
 CONFINED_SECURITY_OPT = "no-new-privileges"
 
 
