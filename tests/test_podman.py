@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import grp
 import io
+import os
 import tarfile
 import time
 from collections.abc import Iterator
@@ -186,6 +187,34 @@ def test_run_options_reach_the_container(
     assert (code, text) == (0, "hi\n")
     assert engine_mod.containers(podman.client, "gmxbench.role") == []
     assert podman.containers() == []
+
+
+def test_least_privilege_reaches_a_podman_container(
+    podman: PodmanService, podman_base: engine_mod.Image, tmp_path: Path
+) -> None:
+    """A run's confinement (`ContainerOptions.confined`) as Podman's API applies it."""
+    run_dir = tmp_path / "confined"
+    run_dir.mkdir()
+    os.chown(run_dir, 1000, 1000)
+    options = CpuPlatform().container_options(0).confined("1000:1000", 64)
+    script = (
+        "id -u; grep -E '^(CapEff|CapBnd|NoNewPrivs):' /proc/self/status; echo mine > out; "
+        "i=0; while [ $i -lt 100 ]; do sleep 5 & i=$((i+1)); echo forked $i; done 2>/dev/null"
+    )
+    config = {
+        "image": podman_base.id, "command": ["sh", "-c", script], "working_dir": "/run",
+        "volumes": {str(run_dir): {"bind": "/run", "mode": "rw"}},
+        "environment": options.environment, "network_disabled": True,
+        **options.engine_kwargs(),
+    }  # fmt: skip
+    logs = (tmp_path / "stdout", tmp_path / "stderr")
+    engine_mod.run(podman.client, config, name="gmxbench-podman-confined", timeout=60, logs=logs)
+    out = logs[0].read_text().split("\n")
+    assert out[:4] == ["1000", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000",
+                       "NoNewPrivs:\t1"], out  # fmt: skip
+    assert (run_dir / "out").stat().st_uid == 1000
+    forked = [line for line in out if line.startswith("forked ")]
+    assert 0 < int(forked[-1].split()[1]) < 64, out
 
 
 def test_keep_groups_is_podmans_and_must_arrive(

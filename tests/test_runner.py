@@ -55,7 +55,8 @@ def test_rocm_options_devices_groups_security_env(tmp_path: Path) -> None:
     opts = RocmPlatform(dev_root=dev).container_options(device=1)
     assert opts.devices == ["/dev/kfd:/dev/kfd:rwm", "/dev/dri/renderD129:/dev/dri/renderD129:rwm"]
     assert opts.group_add == ["44", "109"]
-    assert opts.security_opt == ["seccomp=unconfined"]
+    assert opts.security_opt == ["no-new-privileges", "seccomp=unconfined"]
+    assert opts.cap_drop == ["ALL"]
     assert opts.environment == {"HIP_VISIBLE_DEVICES": "1", "ROCR_VISIBLE_DEVICES": "1"}
     assert opts.problems == []
 
@@ -200,7 +201,10 @@ def test_dry_run_cpu_shows_exact_config(engine: Any, cpu_settings: Any, stable_i
     shown = json.loads(dry_run_text(plan))
     assert shown["image"] == stable_image.id
     assert shown["command"] == ["sh", "/run/run.sh"]
-    assert "devices" not in shown and "group_add" not in shown and "security_opt" not in shown
+    assert "devices" not in shown and "group_add" not in shown and "cap_add" not in shown
+    assert shown["security_opt"] == ["no-new-privileges"]  # the engine's seccomp profile
+    assert shown["cap_drop"] == ["ALL"] and shown["pids_limit"] == cpu_settings.run_pids_limit
+    assert shown["user"] == f"{os.getuid()}:{os.getgid()}"
     assert shown["volumes"] == {str(plan.run_dir.resolve()): {"bind": "/run", "mode": "rw"}}
     assert "gmx mdrun -v -deffnm topol -ntmpi 1" in shown["run.sh"]
     assert not plan.run_dir.exists()
@@ -238,7 +242,9 @@ def test_dry_run_rocm_cli(engine: Any, stable_image: Any, tmp_path: Path) -> Non
             "/dev/kfd:/dev/kfd:rwm",
             "/dev/dri/renderD129:/dev/dri/renderD129:rwm",
         ]
-        assert shown["security_opt"] == ["seccomp=unconfined"]
+        assert shown["security_opt"] == ["no-new-privileges", "seccomp=unconfined"]
+        assert shown["cap_drop"] == ["ALL"] and shown["pids_limit"] == 4096
+        assert shown["user"] == f"{os.getuid()}:{os.getgid()}"
         assert shown["environment"]["HIP_VISIBLE_DEVICES"] == "1"
         assert shown["environment"]["ROCR_VISIBLE_DEVICES"] == "1"
         assert any("/dev/kfd does not exist" in p for p in shown["preflight_problems"])

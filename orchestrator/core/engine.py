@@ -646,6 +646,20 @@ def _end(proc: subprocess.Popen[str]) -> None:
 # Containers ---------------------------------------------------------------------------
 
 
+#: The most processes and threads a probe container may hold: it runs one tool.
+PROBE_PIDS_LIMIT = 1024
+
+
+def container_user(engine_kind: EngineKind) -> str:
+    """The `uid:gid` run and probe containers run as: the invoking user's, so that what a
+    run writes into results/ is theirs, as the files the tool writes there itself are. On
+    a rootless engine that is the container's root, which the engine maps to the invoking
+    user: any other uid would land on a subordinate id of the host."""
+    if engine_kind.rootless:
+        return "0:0"
+    return f"{os.getuid()}:{os.getgid()}"
+
+
 def run_capture(
     client: Client,
     image: str,
@@ -656,17 +670,30 @@ def run_capture(
     labels: Mapping[str, str] | None = None,
     stderr: bool = True,
     volumes: Mapping[str, Mapping[str, str]] | None = None,
+    user: str | None = None,
 ) -> tuple[int, str]:
     """Run a short command in a throw-away container; return (exit code, stdout+stderr),
-    or stdout alone without `stderr` (a command whose stdout is data)."""
-    config = {
+    or stdout alone without `stderr` (a command whose stdout is data).
+
+    It gets no capabilities, `no-new-privileges` and a pids limit; `user` (`uid:gid`)
+    where given, else the image's user.
+    """
+    env = dict(environment or {})
+    if user is not None and user.split(":")[0] != "0":
+        env.setdefault("HOME", "/tmp")  # no home in the images for an arbitrary uid
+    config: dict[str, Any] = {
         "image": image,
         "command": command,
-        "environment": dict(environment or {}),
+        "environment": env,
         "labels": dict(labels or {}),
         "network_disabled": True,
         "volumes": {name: dict(bind) for name, bind in (volumes or {}).items()},
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges"],
+        "pids_limit": PROBE_PIDS_LIMIT,
     }
+    if user is not None:
+        config["user"] = user
     container = _create(client, config)
     try:
         container.start()

@@ -365,6 +365,9 @@ class Settings(BaseSettings):
         description="local llvm-project checkout or git URL",
     )
     jobs: int = Field(default_factory=lambda: os.cpu_count() or 2, ge=1)
+    run_pids_limit: int = Field(
+        4096, ge=64, description="most processes and threads one run container may hold"
+    )
     webhook_url: SecretStr | None = Field(None, description="secret: never printed or stored")
     database_url: SecretStr | None = Field(
         None,

@@ -177,10 +177,12 @@ def refuse_overwrite(client: Client, tag: str, key: str) -> None:
 def probe(
     client: Client, image: str, command: list[str], timeout: float = 120, stderr: bool = True
 ) -> tuple[int, str]:
-    """Run a short command in `image` (a labelled, throw-away container)."""
+    """Run a short command in `image` (a labelled, throw-away container), as the invoking
+    user with no capabilities: a probe reads an image, and needs nothing more."""
     return engine.run_capture(
-        client, image, command, timeout=timeout, labels=container_labels("probe"), stderr=stderr
-    )
+        client, image, command, timeout=timeout, labels=container_labels("probe"),
+        stderr=stderr, user=engine.container_user(engine.kind(client)),
+    )  # fmt: skip
 
 
 def list_images(

@@ -206,27 +206,50 @@ class ProfileOutcome(BaseModel):
     trace: SystemTrace | None = Field(None, exclude=True)
 
 
+#: Every run container's first security option: no setuid or file-capability binary in
+#: an image gives the run more than it started with.
+CONFINED_SECURITY_OPT = "no-new-privileges"
+
+
 @dataclass
 class ContainerOptions:
-    """The engine options a platform adds to every run container."""
+    """The engine options a platform adds to every run container, least privilege first:
+    all capabilities dropped, `no-new-privileges`, the engine's seccomp profile, and (by
+    `confined`) the invoking user's uid and gid and a pids limit."""
 
     devices: list[str] = field(default_factory=list)
     group_add: list[str] = field(default_factory=list)
-    security_opt: list[str] = field(default_factory=list)
+    security_opt: list[str] = field(default_factory=lambda: [CONFINED_SECURITY_OPT])
+    cap_drop: list[str] = field(default_factory=lambda: ["ALL"])
     cap_add: list[str] = field(default_factory=list)
     environment: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    user: str | None = None
+    pids_limit: int | None = None
+
+    def confined(self, user: str, pids_limit: int) -> ContainerOptions:
+        """These options as `user` (`uid:gid`), with at most `pids_limit` processes and
+        threads; a user other than root gets HOME=/tmp, since the images have no home
+        for an arbitrary uid (Docker would give it `/`, which it cannot write)."""
+        self.user, self.pids_limit = user, pids_limit
+        if user.split(":")[0] != "0":
+            self.environment = {"HOME": "/tmp", **self.environment}
+        return self
 
     def engine_kwargs(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
+        if self.user is not None:
+            out["user"] = self.user
         if self.devices:
             out["devices"] = self.devices
         if self.group_add:
             out["group_add"] = self.group_add
-        if self.security_opt:
-            out["security_opt"] = self.security_opt
+        out["security_opt"] = self.security_opt
+        out["cap_drop"] = self.cap_drop
         if self.cap_add:
             out["cap_add"] = self.cap_add
+        if self.pids_limit is not None:
+            out["pids_limit"] = self.pids_limit
         return out
 
 

@@ -32,6 +32,7 @@ from orchestrator.parsers.mdlog import MdLog
 from orchestrator.parsers.rocprof import find_rocprof_files, parse_rocprof
 from orchestrator.platforms import therock
 from orchestrator.platforms.base import (
+    CONFINED_SECURITY_OPT,
     DEBOOTSTRAP_REPO,
     PREFIX_MAP,
     BuildFacts,
@@ -448,7 +449,10 @@ class RocmPlatform(Platform):
     def container_options(
         self, device: int, profile: ProfileMode = "none", engine: EngineKind | None = None
     ) -> ContainerOptions:
-        opts = ContainerOptions(security_opt=["seccomp=unconfined"])
+        # seccomp off: Docker's profile refuses the NUMA memory-policy calls (mbind,
+        # set_mempolicy) without CAP_SYS_NICE, which is dropped; ROCr places host memory
+        # near the GPU with them (AMD's container docs ask for it; docs/platforms.md).
+        opts = ContainerOptions(security_opt=[CONFINED_SECURITY_OPT, "seccomp=unconfined"])
         nodes = [self.dev_root / "kfd", self.dev_root / "dri" / f"renderD{128 + device}"]
         keep_groups = engine is not None and engine.name == "podman" and engine.rootless
         if keep_groups:  # rootless Podman: numeric host gids mean nothing in the user

@@ -194,6 +194,7 @@ def plan_run(
         + platform.launch(mdrun, req.profile, store.CONTAINER_DIR, profiler)
     )
     options = platform.container_options(req.device, req.profile, engine.kind(client))
+    options.confined(engine.container_user(engine.kind(client)), settings.run_pids_limit)
     container: dict[str, Any] = {
         "image": image.id if image is not None else ref,
         "image_tag": ref,
@@ -248,6 +249,7 @@ def _plan_kernel(
     argv, redirect = kernel_runs.command(system, image, store.CONTAINER_DIR)
     script = kernel_runs.script(argv, redirect, store.TIMES_FILE, store.CONTAINER_DIR)
     options = platform.container_options(req.device, engine=engine.kind(client))
+    options.confined(engine.container_user(engine.kind(client)), settings.run_pids_limit)
     container: dict[str, Any] = {
         "image": image.id,
         "image_tag": image.tag,
