@@ -4,8 +4,9 @@ as a developer has one, made by CMake and ninja from a checkout (the mini llvm-p
 `tests/mini_llvm.py`: LLVM's CMake, RUNPATH and library links, seconds to build).
 
 On the ROCm platform (the same sid system) it becomes a toolchain image that compiles
-GROMACS 2026.3's HIP units in a real dev build (from the compile cache the stable build
-filled: only the HIP units compile), and `rebuild` refuses that build at once. On the
+the HIP bandwidth kernel for gfx1201 (and, with `-m full_compile`, GROMACS 2026.3's HIP
+units in a real dev build from the compile cache the stable build filled), and `rebuild`
+refuses it at once. On the
 CPU platform, whose builder is Debian bookworm (glibc 2.36), the same LLVM is refused:
 made whole with its libraries it needs sid's glibc 2.38 (a real mismatch, found before
 any image is made); as the package installs it, its libraries are outside the prefix.
@@ -21,6 +22,7 @@ import tarfile
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +31,7 @@ import pytest
 from orchestrator.core import engine as engine_api
 from orchestrator.core.errors import UserError
 from orchestrator.core.events import Event, Message
-from orchestrator.images import builder
+from orchestrator.images import builder, kernels
 from orchestrator.images.gromacs import build_gromacs
 from orchestrator.images.llvm_tree import collect, content_sha256
 from orchestrator.images.provenance import load_lockfile, lockfile_path
@@ -154,27 +156,63 @@ def _said(events: list[Event]) -> list[str]:
     return [e.text for e in events if type(e) is Message]
 
 
-@pytest.mark.slow
-def test_imported_debian_llvm_builds_gromacs_and_rebuild_refuses_it(
-    engine: Any, rocm_settings: Any, rocm_stable: Any, sid_llvm: Path
-) -> None:
-    """`--toolchain <folder>` (what `bench` and `build` pass on) imports Debian's clang; a
-    second import is the same image; a GROMACS dev build compiles its HIP units with it;
-    `rebuild` of that build, and of the toolchain, refuses at once, building nothing."""
+@dataclass
+class Imported:
+    """Debian's clang imported as a toolchain image, and what the import said."""
+
+    tag: str
+    compiler: Any
+    prefix: str
+
+
+@pytest.fixture(scope="module")
+def imported(engine: Any, rocm_settings: Any, rocm_stable: Any, sid_llvm: Path) -> Imported:
+    """`--toolchain <folder>` (what `bench` and `build` pass on) on Debian's clang."""
     events: list[Event] = []
     started = time.monotonic()
     tag = toolchain_for(engine, rocm_settings, toolchain=str(sid_llvm), emit=events.append)
     print(f"\nimport: {time.monotonic() - started:.1f} s; " + "; ".join(_said(events)))
     assert tag is not None
     compiler = compiler_of(engine, tag)
+    return Imported(tag, compiler, compiler.cxx.rsplit("/bin/", 1)[0])
+
+
+def _rebuild_refuses(rocm_settings: Any, target: str, said: str, imported_from: str,
+                     imported_at: str) -> None:  # fmt: skip
+    """`rebuild <target>` refuses at once, in one line, saying where the LLVM came from."""
+    env = {
+        **os.environ, "ORCH_PLATFORM": "rocm", "ORCH_ROCM_STACK": "debian",
+        "ORCH_RESULTS_DIR": str(rocm_settings.results_dir),
+    }  # fmt: skip
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "rebuild", target],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    seconds = time.monotonic() - started
+    message = proc.stderr.strip()
+    print(f"rebuild {target}: {seconds:.1f} s: {message}")
+    assert proc.returncode == 1 and seconds < 30, proc.stderr
+    assert message.startswith(f"error: {target} {said} {imported_from} at {imported_at}")
+    assert "`rebuild` cannot make its compiler again" in message and "Traceback" not in message
+    assert "recorded no LLVM commit" in message and len(message.splitlines()) == 1
+
+
+def test_imported_debian_llvm_compiles_hip_and_rebuild_refuses_it(
+    engine: Any, rocm_settings: Any, sid_llvm: Path, imported: Imported
+) -> None:
+    """The import is Debian's clang at a content-named prefix; a second import is the same
+    image; it compiles the HIP bandwidth kernel for gfx1201 (a kernel image: the same
+    toolchain path a GROMACS dev build takes, in seconds, not minutes); `rebuild` of the
+    toolchain refuses at once, building nothing."""
+    tag, compiler, prefix = imported.tag, imported.compiler, imported.prefix
     digest = compiler.content_sha256 or ""
     assert tag == f"gmxbench-toolchain:rocm-llvm-21.1.8-imported-{digest[:8]}"
     # this session's folder, or an earlier session's: the same files are the same image
-    imported = compiler.imported_from or ""
-    assert imported.endswith("/llvm-21") and compiler.imported_at
+    imported_from = compiler.imported_from or ""
+    assert imported_from.endswith("/llvm-21") and compiler.imported_at
     assert compiler.llvm_commit is None and compiler.llvm_commit_from is None  # Debian's says none
     assert compiler.version and compiler.version.startswith("Debian clang version 21.1.8")
-    prefix = compiler.cxx.rsplit("/bin/", 1)[0]
     assert prefix == f"/opt/llvm-imported-{digest[:12]}"
     # the digest the LLVM toolchain's build script writes, taken again over the image's prefix
     script = (
@@ -190,35 +228,40 @@ def test_imported_debian_llvm_builds_gromacs_and_rebuild_refuses_it(
     assert time.monotonic() - started < 60
     assert any(text.endswith("): reusing it") for text in _said(again)), _said(again)
 
-    record = build_gromacs(engine, rocm_settings, "dev", toolchain_tag=tag)
-    assert record.compiler == f"{prefix}/bin/clang++" and record.toolchain == tag
-    assert record.imported_from == imported and record.imported_at == compiler.imported_at
+    image = kernels.ensure(engine, rocm_settings, tag, "bandwidth")
+    assert image.compiler.api == "hip" and image.compiler.compiler == f"{prefix}/bin/clang++"
+    assert "--offload-arch=gfx1201" in image.compiler.flags
+    unbundle = (  # the device code is there, for gfx1201, as the stable image's is
+        "set -e; cd /tmp; cp /opt/gmxbench/kernels/bin/bandwidth .; "
+        "/usr/lib/llvm-21/bin/llvm-objdump --offloading bandwidth > /dev/null; ls bandwidth.*"
+    )
+    code, out = engine_api.run_capture(engine, image.id, ["sh", "-c", unbundle])
+    assert code == 0 and "gfx1201" in out, out
+    _rebuild_refuses(rocm_settings, tag, "is an LLVM toolchain imported from", imported_from,
+                     compiler.imported_at)  # fmt: skip
+
+
+@pytest.mark.full_compile
+def test_imported_debian_llvm_builds_gromacs_and_rebuild_refuses_it(
+    engine: Any, rocm_settings: Any, imported: Imported
+) -> None:
+    """A GROMACS dev build compiles its HIP units with the imported clang; `rebuild` of
+    that build refuses at once. One more GROMACS build (~3 min from the compile cache):
+    CI's dev builds already cover the toolchain-image path, so this runs on request."""
+    compiler, prefix = imported.compiler, imported.prefix
+    record = build_gromacs(engine, rocm_settings, "dev", toolchain_tag=imported.tag)
+    assert record.compiler == f"{prefix}/bin/clang++" and record.toolchain == imported.tag
+    assert record.imported_from == compiler.imported_from
+    assert record.imported_at == compiler.imported_at
     lock = load_lockfile(lockfile_path(rocm_settings.results_dir, record.tag))
-    assert lock.record.imported_from == imported
+    assert lock.record.imported_from == compiler.imported_from
     assert lock.gmx_version_info["GPU support"] == "HIP"
     print(f"dev build: {lock.build_seconds} s, compile cache {lock.compile_cache}")
     cache = f"/opt/gromacs/{record.build}/CMakeCache.txt"
     code, line = engine_api.run_capture(engine, record.tag, ["grep", "^CMAKE_HIP_COMPILER:", cache])
     assert code == 0 and line.strip().endswith(f"={prefix}/bin/clang++"), line
-
-    env = {
-        **os.environ, "ORCH_PLATFORM": "rocm", "ORCH_ROCM_STACK": "debian",
-        "ORCH_RESULTS_DIR": str(rocm_settings.results_dir),
-    }  # fmt: skip
-    for target, said in ((record.tag, "was built with an LLVM imported from"),
-                         (tag, "is an LLVM toolchain imported from")):  # fmt: skip
-        started = time.monotonic()
-        proc = subprocess.run(
-            [sys.executable, "-m", "orchestrator", "rebuild", target],
-            cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
-        seconds = time.monotonic() - started
-        message = proc.stderr.strip()
-        print(f"rebuild {target}: {seconds:.1f} s: {message}")
-        assert proc.returncode == 1 and seconds < 30, proc.stderr
-        assert message.startswith(f"error: {target} {said} {imported} at {compiler.imported_at}")
-        assert "`rebuild` cannot make its compiler again" in message and "Traceback" not in message
-        assert "recorded no LLVM commit" in message and len(message.splitlines()) == 1
+    _rebuild_refuses(rocm_settings, record.tag, "was built with an LLVM imported from",
+                     compiler.imported_from or "", compiler.imported_at)  # fmt: skip
     assert engine_api.image(engine, f"gmxbench-rebuild:{record.build}") is None
 
 
