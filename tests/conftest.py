@@ -183,19 +183,24 @@ def build_ours(engine: Any, build: Any, *args: Any, **kwargs: Any) -> Any:
         return build(engine, *args, **kwargs)
 
 
-def compile_cache_entries(engine: Any, builder: str, cache: str) -> int:
-    """Files in the compile cache `cache` (a BuildKit cache mount), counted in a step of a
-    build FROM `builder` that no earlier build has cached (a nonce in its command)."""
+def cache_files(engine: Any, image: str, mount: str) -> list[str]:
+    """The files in a BuildKit cache mount, listed by a tiny build FROM `image` (a fresh
+    layer each time: a nonce build argument)."""
     from orchestrator.core import engine as engine_api
 
-    count = f"echo {uuid.uuid4().hex} >/dev/null && find /ccache -type f | wc -l > /entries"
-    dockerfile = f"FROM {builder}\nRUN --mount=type=cache,id={cache},target=/ccache {count}\n"
-    image = engine_api.build(engine, dockerfile, what=f"a count of {cache}", buildkit=True)
+    listed = engine_api.build(
+        engine,
+        f"FROM {image}\nARG NONCE\n"  # BuildKit takes no `FROM sha256:`
+        f"RUN --mount=type=cache,id={mount},target=/ccache "
+        "find /ccache -type f | sort > /cache-files\n",
+        what="compile cache listing", buildkit=True, build_args={"NONCE": uuid.uuid4().hex},
+    )  # fmt: skip
     try:
-        _, out = engine_api.run_capture(engine, image, ["cat", "/entries"])
+        code, out = engine_api.run_capture(engine, listed, ["cat", "/cache-files"])
     finally:
-        engine_api.remove_image(engine, image)
-    return int(out.strip())
+        engine_api.remove_image(engine, listed, force=True)
+    assert code == 0, out
+    return out.split()
 
 
 def warm_compile_cache(engine: Any, settings: Any, record: Any) -> None:
@@ -213,7 +218,7 @@ def warm_compile_cache(engine: Any, settings: Any, record: Any) -> None:
 
     lock = load_lockfile(lockfile_path(settings.results_dir, record.tag))
     cache, builder = lock.context["compile_cache"], lock.context["builder_image"]
-    if lock.dockerfile is None or compile_cache_entries(engine, builder, cache) > 0:
+    if lock.dockerfile is None or cache_files(engine, builder, cache):
         return
     started = time.monotonic()
     marker = "ARG GMXBENCH_NO_COMPILE_CACHE="

@@ -14,6 +14,7 @@ from typing import Any
 
 import docker.errors
 import pytest
+from conftest import cache_files
 
 from orchestrator.core.errors import UserError
 from orchestrator.core.settings import load_settings
@@ -148,18 +149,16 @@ ENV PATH=/opt/gromacs/{build}/bin:$PATH
 """
 
 
-def test_rebuild_runs_the_compile_stage_again_and_keeps_the_compile_cache(
-    engine: Any, toolchain_image: str, tmp_path: Path
-) -> None:
-    """What `rebuild` asks of BuildKit, on a stand-in build stage: the stage runs again (a
-    new layer, twice over), with the compile cache off, and the cache mount keeps what
-    earlier builds put there (`--no-cache` would have swapped it for an empty one)."""
+def _stand_in(
+    engine: Any, template: str, parent: str, name: str, results: Path, **fields: str
+) -> tuple[str, Any, list[str]]:
+    """A stand-in build stage built and tagged like a dev image, its lockfile saved in
+    `results`: the tag, the settings that find it, and the image ids to remove."""
     from orchestrator.core import engine as engine_mod
-    from orchestrator.images.provenance import lockfile_path
 
-    build, mount = f"dev-standin-{uuid.uuid4().hex[:8]}", f"gmxbench-test-{uuid.uuid4().hex}"
+    build = f"dev-{name}-{uuid.uuid4().hex[:8]}"
     tag = f"gromacs:{build}"
-    dockerfile = STAND_IN.format(parent=toolchain_image, mount=mount, build=build)
+    dockerfile = template.format(parent=parent, build=build, **fields)
     original = engine_mod.build(engine, dockerfile, what=tag, buildkit=True)
     engine_mod.tag(engine, original, tag)
     lock = _lock(
@@ -169,12 +168,24 @@ def test_rebuild_runs_the_compile_stage_again_and_keeps_the_compile_cache(
             "source": {"scheme": "deb-src", "url": "deb-src:gromacs", "ref": "x"},
         },
         dockerfile=dockerfile,
-        parents={toolchain_image: engine.images.get(toolchain_image).id},
+        parents={parent: engine.images.get(parent).id},
         gmx_version_info={"GROMACS version": "stand-in"},
     )
-    settings = load_settings(platform="cpu", results_dir=tmp_path)
-    save_lockfile(tmp_path, lock)
-    made = [original]
+    save_lockfile(results, lock)
+    return tag, load_settings(platform="cpu", results_dir=results), [original]
+
+
+def test_rebuild_runs_the_compile_stage_again_and_keeps_the_compile_cache(
+    engine: Any, toolchain_image: str, tmp_path: Path
+) -> None:
+    """What `rebuild` asks of BuildKit, on a stand-in build stage: the stage runs again (a
+    new layer, twice over), with the compile cache off, and the cache mount keeps what
+    earlier builds put there (`--no-cache` would have swapped it for an empty one)."""
+    from orchestrator.images.provenance import lockfile_path
+
+    mount = f"gmxbench-test-{uuid.uuid4().hex}"
+    tag, settings, made = _stand_in(engine, STAND_IN, toolchain_image, "standin", tmp_path,
+                                    mount=mount)  # fmt: skip
     try:
         first = rebuild(engine, settings, str(lockfile_path(tmp_path, tag)))
         made.append(first.rebuilt_id)
@@ -182,30 +193,11 @@ def test_rebuild_runs_the_compile_stage_again_and_keeps_the_compile_cache(
         made.append(second.rebuilt_id)
         assert first.identical and second.identical and first.files_compared == 1
         assert len(set(made)) == 3  # the stage ran each time: no layer was reused
-        assert _cache_files(engine, toolchain_image, mount) == ["/ccache/object"]
+        assert cache_files(engine, toolchain_image, mount) == ["/ccache/object"]
     finally:
         for image_id in made:
             with contextlib.suppress(docker.errors.ImageNotFound):
                 engine.images.remove(image_id, force=True)
-
-
-def _cache_files(engine: Any, image: str, mount: str) -> list[str]:
-    """The files in a BuildKit cache mount, read by a tiny build (a fresh layer each time)."""
-    from orchestrator.core import engine as engine_mod
-
-    listed = engine_mod.build(
-        engine,
-        f"FROM {image}\nARG NONCE\n"  # BuildKit takes no `FROM sha256:`
-        f"RUN --mount=type=cache,id={mount},target=/ccache "
-        "find /ccache -type f | sort > /cache-files\n",
-        what="compile cache listing", buildkit=True, build_args={"NONCE": uuid.uuid4().hex},
-    )  # fmt: skip
-    try:
-        code, out = engine_mod.run_capture(engine, listed, ["cat", "/cache-files"])
-    finally:
-        engine.images.remove(listed, force=True)
-    assert code == 0, out
-    return out.split()
 
 
 def test_cache_mounts_get_an_id_of_their_own() -> None:
@@ -244,33 +236,16 @@ def test_rebuild_never_mounts_the_shared_compile_cache(
 ) -> None:
     """A lockfile from someone's archive names the shared cache's id and writes into it
     when rebuilt: the rebuild's mount is another, so the shared cache stays empty."""
-    from orchestrator.core import engine as engine_mod
     from orchestrator.images.base import ensure_base
     from orchestrator.platforms import active
 
     ensure_base(engine, cpu_settings)
     parent = active(cpu_settings).base_image(cpu_settings)
-    build, mount = f"dev-planting-{uuid.uuid4().hex[:8]}", f"gmxbench-test-{uuid.uuid4().hex}"
-    tag = f"gromacs:{build}"
-    dockerfile = PLANTING.format(parent=parent, mount=mount, build=build)
-    original = engine_mod.build(engine, dockerfile, what=tag, buildkit=True)
-    engine_mod.tag(engine, original, tag)
-    lock = _lock(
-        record=ImageRecord(tag=tag, id=original, build=build),
-        context={
-            "prefix": f"/opt/gromacs/{build}",
-            "source": {"scheme": "deb-src", "url": "deb-src:gromacs", "ref": "x"},
-        },
-        dockerfile=dockerfile,
-        parents={parent: engine.images.get(parent).id},
-        gmx_version_info={"GROMACS version": "stand-in"},
-    )
-    settings = load_settings(platform="cpu", results_dir=tmp_path)
-    save_lockfile(tmp_path, lock)
-    made = [original]
+    mount = f"gmxbench-test-{uuid.uuid4().hex}"
+    tag, settings, made = _stand_in(engine, PLANTING, parent, "planting", tmp_path, mount=mount)
     try:
         made.append(rebuild(engine, settings, str(lockfile_path(tmp_path, tag))).rebuilt_id)
-        assert _cache_files(engine, parent, mount) == []
+        assert cache_files(engine, parent, mount) == []
     finally:
         for image_id in made:
             with contextlib.suppress(docker.errors.ImageNotFound):
@@ -308,7 +283,7 @@ def _compile_cache_entries(engine: Any, image: Any, settings: Any) -> int:
     from orchestrator.images.provenance import load_lockfile
 
     mount = load_lockfile(lockfile_path(settings.results_dir, image.tag)).context["compile_cache"]
-    return len(_cache_files(engine, image.tag, mount))
+    return len(cache_files(engine, image.tag, mount))
 
 
 #: A stand-in build stage that installs three files; `{stamp}` makes the third one
@@ -330,22 +305,9 @@ def _stand_in_rebuild(engine: Any, parent: str, tmp_path: Path, stamp: str) -> A
     """Build the stand-in, tag it as a GROMACS build with its lockfile, rebuild it; the report,
     and the sha256 of each installed file in the original and the rebuild, read by
     `sha256sum` in each image (not by `rebuild`'s own listing)."""
-    from orchestrator.core import engine as engine_mod
-
-    build = f"dev-standin-{uuid.uuid4().hex[:8]}"
-    tag, prefix = f"gromacs:{build}", f"/opt/gromacs/{build}"
-    dockerfile = THREE_FILES.format(parent=parent, build=build, stamp=stamp)
-    original = engine_mod.build(engine, dockerfile, what=tag, buildkit=True)
-    engine_mod.tag(engine, original, tag)
-    lock = _lock(
-        record=ImageRecord(tag=tag, id=original, build=build),
-        context={"prefix": prefix, "source": {"scheme": "deb-src", "url": "d", "ref": "x"}},
-        dockerfile=dockerfile,
-        parents={parent: engine.images.get(parent).id},
-        gmx_version_info={"GROMACS version": "stand-in"},
-    )
-    settings = load_settings(platform="cpu", results_dir=tmp_path)
-    save_lockfile(tmp_path, lock)
+    tag, settings, made = _stand_in(engine, THREE_FILES, parent, "standin", tmp_path,
+                                    stamp=stamp)  # fmt: skip
+    original, prefix = made[0], f"/opt/gromacs/{tag.removeprefix('gromacs:')}"
     report = None
     try:
         report = rebuild(engine, settings, str(lockfile_path(tmp_path, tag)))
