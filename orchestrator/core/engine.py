@@ -898,20 +898,30 @@ class Container:
 
 def containers(client: Client, label: str) -> list[Container]:
     """Containers in any state that carry `label` (`key` or `key=value`)."""
-    found = client.containers.list(all=True, filters={"label": label})
-    return [Container(c.id, c.name, c.status, dict(c.labels)) for c in found]
+    return _listed(client, all=True, label=label)
+
+
+def _listed(client: Client, **filters: Any) -> list[Container]:
+    """Containers as the engine lists them, in one call: `containers.list` inspects each
+    one after listing it, and one that ends in between (a short reader of a workspace)
+    would fail the whole listing with a 404."""
+    rows = client.api.containers(all=filters.pop("all", False), filters=filters or None)
+    return [
+        Container(row["Id"], (row.get("Names") or ["/"])[0].lstrip("/"), row.get("State", ""),
+                  dict(row.get("Labels") or {}))
+        for row in rows
+    ]  # fmt: skip
 
 
 def containers_on(client: Client, volume: str) -> list[Container]:
     """Containers in any state that mount the volume `volume`."""
-    found = client.containers.list(all=True, filters={"volume": volume})
-    return [Container(c.id, c.name, c.status, dict(c.labels)) for c in found]
+    return _listed(client, all=True, volume=volume)
 
 
 def running_containers(client: Client) -> dict[str, str] | None:
     """Id to name of every running container, anyone's; None when the engine does not answer."""
     try:
-        return {c.id: c.name for c in client.containers.list()}
+        return {c.id: c.name for c in _listed(client)}
     except (docker.errors.DockerException, requests.exceptions.RequestException):
         return None
 
