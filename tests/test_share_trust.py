@@ -386,3 +386,30 @@ def test_stale_share_folders_are_swept_live_ones_kept(tmp_path: Path) -> None:
     finally:
         shutil.rmtree(live, ignore_errors=True)
         shutil.rmtree(stale, ignore_errors=True)
+
+
+def test_an_archive_rewritten_after_its_signature_is_checked_is_refused(
+    engine: Any, made: Any, clean_engine: Any, tmp_path: Path, keys: tuple[Path, Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """The attacker's moment, between the signature check and the unpacking: the file is
+    replaced by an archive of the same members (every manifest check passes); the bytes
+    unpacked are not those that verified, so nothing is loaded."""
+    key, allowed = keys
+    record, _ = made()
+    archive = share.save(engine, _settings(tmp_path / "s", signing_key=key), record.tag, tmp_path)
+    other = tmp_path / "other" / archive.name
+    other.parent.mkdir()
+    _craft(archive, other, image_tar=lambda members: members)  # the same members, new bytes
+    verify = share_sign.require
+
+    def verify_then_rewrite(*args: Any, **kwargs: Any) -> str | None:
+        digest = verify(*args, **kwargs)
+        shutil.copyfile(other, archive)
+        return digest
+
+    monkeypatch.setattr(share_sign, "require", verify_then_rewrite)
+    settings = _settings(tmp_path / "r", allowed_signers=allowed)
+    with pytest.raises(UserError, match="changed after its signature was verified"):
+        share.load(clean_engine, settings, archive)
+    assert clean_engine.images.list(all=True) == []

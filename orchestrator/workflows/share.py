@@ -254,13 +254,18 @@ def _swept(folder: Path, emit: Emit) -> None:
         emit(Caution(f"removed {stale}, left by a share command that was killed"))
 
 
-def _extract(path: Path, into: Path, caps: ShareSettings) -> ShareManifest:
+def _extract(path: Path, into: Path, caps: ShareSettings, signed: str | None) -> ShareManifest:
     """Unpack into `into`, checking each member against the manifest (the first member):
-    sizes before a byte is copied, so neither memory nor disk goes past the caps."""
+    sizes before a byte is copied, so neither memory nor disk goes past the caps. With
+    `signed`, the bytes read must be those whose signature verified (a file rewritten in
+    between is refused: nothing from it is loaded)."""
     seen: set[str] = set()
     record_cap = caps.max_record_bytes
     try:
-        with tarfile.open(path, "r|gz") as tar:
+        with (
+            path.open("rb") as raw,
+            tarfile.open(fileobj=(read := _Hashing(raw)), mode="r|gz") as tar,
+        ):
             first = tar.next()
             if first is None or first.name != MANIFEST or not first.isfile():
                 raise UserError(f"{path} is not a gmxbench share archive (no {MANIFEST} first).")
@@ -290,6 +295,11 @@ def _extract(path: Path, into: Path, caps: ShareSettings) -> ShareManifest:
                         f"was altered or damaged. {NOTHING}; copy it again."
                     )
                 seen.add(info.name)
+            if signed is not None and read.rest() != signed:
+                raise UserError(
+                    f"{path} changed after its signature was verified: nothing was loaded "
+                    f"or tagged. {NOTHING}; load it again, with nothing else writing to it."
+                )
     except (tarfile.TarError, EOFError, gzip.BadGzipFile, ValidationError) as exc:
         raise UserError(
             f"{path} is not a complete gmxbench share archive ({str(exc).splitlines()[0][:200]})."
@@ -298,6 +308,27 @@ def _extract(path: Path, into: Path, caps: ShareSettings) -> ShareManifest:
     if seen != MEMBERS or set(manifest.members) != seen:
         raise UserError(f"{path} holds {sorted(seen)}, not lockfile and image. {NOTHING}.")
     return manifest
+
+
+class _Hashing(io.RawIOBase):
+    """A file read once, front to back, hashing what it gives (`tarfile`'s stream mode)."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self._raw, self._digest = raw, hashlib.sha256()
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        chunk = self._raw.read(size)
+        self._digest.update(chunk)
+        return chunk
+
+    def rest(self) -> str:
+        """The sha256 of the whole file: what was read, then what was left."""
+        while self.read(1 << 20):
+            pass
+        return self._digest.hexdigest()
 
 
 def load(
@@ -314,14 +345,14 @@ def load(
                 f"{path} does not match {sidecar(path)} (sha256 {got[:16]}…, expected "
                 f"{want[:16]}…): the copy is damaged. {NOTHING}; copy both files again."
             )
-    share_sign.require(path, settings.share.allowed_signers, trust, emit)
+    signed = share_sign.require(path, settings.share.allowed_signers, trust, emit)
     scratch = Path(tempfile.gettempdir())
     _swept(scratch, emit)
     with (
         space_for(scratch, f"the unpacked {path.name}"),
         tempfile.TemporaryDirectory(prefix=temp_prefix(), dir=scratch) as tmp,
     ):
-        manifest = _extract(path, Path(tmp), settings.share)
+        manifest = _extract(path, Path(tmp), settings.share, signed)
         record_cap = settings.share.max_record_bytes
         lock = parse_lockfile(Path(tmp, LOCK_MEMBER).read_bytes(), f"{LOCK_MEMBER} in {path}")
         files = Path(tmp, "files")

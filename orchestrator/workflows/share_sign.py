@@ -8,6 +8,7 @@ a signature made for anything else (a commit, a file) is not one for an archive.
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import subprocess
 from pathlib import Path
@@ -51,10 +52,10 @@ def sign(data: Path, key: Path, dest: Path) -> None:
     dest.write_bytes(done.stdout)
 
 
-def signer(archive: Path, allowed: Path | None) -> str:
-    """The principal whose allowed key signed `archive`; a `UserError` saying why none did.
-
-    A signature that names an allowed key but does not verify is `Tampered`."""
+def signer(archive: Path, allowed: Path | None) -> tuple[str, str]:
+    """The principal whose allowed key signed `archive`, and the sha256 of the bytes that
+    verified (unpacking checks it reads those same bytes); a `UserError` saying why none
+    did. A signature that names an allowed key but does not verify is `Tampered`."""
     sig = sig_path(archive)
     if not sig.is_file():
         raise UserError(f"{archive} is not signed (no {sig.name} beside it)")
@@ -75,29 +76,39 @@ def signer(archive: Path, allowed: Path | None) -> str:
     principals = found.stdout.split() if found.returncode == 0 else []
     if not principals:
         raise UserError(f"{archive} is signed by a key that {allowed} does not list")
-    with archive.open("rb") as src:
-        verified = subprocess.run(
-            [tool, "-Y", "verify", "-f", str(allowed), "-I", principals[0], "-n", NAMESPACE,
-             "-s", str(sig)],
-            stdin=src, capture_output=True, text=True, check=False,
-        )  # fmt: skip
-    if verified.returncode != 0:
+    digest = hashlib.sha256()
+    with archive.open("rb") as src, subprocess.Popen(
+        [tool, "-Y", "verify", "-f", str(allowed), "-I", principals[0], "-n", NAMESPACE,
+         "-s", str(sig)],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    ) as verify:  # fmt: skip
+        assert verify.stdin is not None
+        try:
+            while chunk := src.read(1 << 20):
+                digest.update(chunk)
+                verify.stdin.write(chunk)
+        except BrokenPipeError:
+            pass  # ssh-keygen stopped reading: its exit status says why
+        verify.stdin.close()
+        returncode = verify.wait()
+    if returncode != 0:
         raise Tampered(
             f"{archive} does not match its signature {sig.name} by {principals[0]}: it was "
             "altered after it was signed, or signed for something else. Nothing was loaded "
             "or tagged; get the archive again from its signer."
         )
-    return principals[0]
+    return principals[0], digest.hexdigest()
 
 
 class Tampered(UserError):
     """A signature by a trusted key that does not verify: refused even with `--trust`."""
 
 
-def require(path: Path, allowed: Path | None, trust: bool, emit: Emit) -> None:
-    """Refuse an archive no allowed key signed, unless the user said `--trust`."""
+def require(path: Path, allowed: Path | None, trust: bool, emit: Emit) -> str | None:
+    """Refuse an archive no allowed key signed, unless the user said `--trust`; the sha256
+    of the signed bytes (None: loaded on trust)."""
     try:
-        who = signer(path, allowed)
+        who, digest = signer(path, allowed)
     except Tampered:
         raise
     except UserError as exc:
@@ -109,5 +120,6 @@ def require(path: Path, allowed: Path | None, trust: bool, emit: Emit) -> None:
                 "if you know where it came from."
             ) from None
         emit(Caution(f"{exc.message}: loading it all the same, as --trust says"))
-        return
+        return None
     emit(Message(f"{path.name} is signed by {who}"))
+    return digest
