@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import shutil
+import subprocess
 import threading
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -64,8 +65,13 @@ def repos(engine: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str
     shutil.copytree(root / "good", root / "unsigned")
     (root / "unsigned" / "dists" / "stable" / "InRelease").unlink()
     gateway = engine.networks.get("bridge").attrs["IPAM"]["Config"][0]["Gateway"]
-    with serve(root, gateway) as url:
-        yield url
+    try:
+        with serve(root, gateway) as url:
+            yield url
+    finally:  # the agents gpg started for the two throwaway keys would outlive the tests
+        for home in (root / "gnupg", root / "other"):
+            subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "gpg-agent"],
+                           check=False, capture_output=True)  # fmt: skip
 
 
 @pytest.fixture
