@@ -11,7 +11,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -112,12 +112,14 @@ def cpu_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 
 @contextlib.contextmanager
-def local_http(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
-    """A real HTTP server on 127.0.0.1 (any free port) for the duration; yields its base URL."""
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+def local_http(
+    handler: Callable[..., BaseHTTPRequestHandler], host: str = "127.0.0.1"
+) -> Iterator[str]:
+    """A real HTTP server on `host` (any free port) for the duration; yields its base URL."""
+    httpd = ThreadingHTTPServer((host, 0), handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+        yield f"http://{host}:{httpd.server_address[1]}"
     finally:
         httpd.shutdown()
         httpd.server_close()

@@ -14,13 +14,13 @@ import contextlib
 import functools
 import shutil
 import subprocess
-import threading
 from collections.abc import Iterator
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import local_http
 
 from orchestrator.core.errors import UserError
 from orchestrator.core.settings import Settings
@@ -41,14 +41,8 @@ class Quiet(SimpleHTTPRequestHandler):
 @contextlib.contextmanager
 def serve(root: Path, host: str) -> Iterator[str]:
     """`root` over HTTP on `host` (the engine's bridge: build containers reach it)."""
-    handler = functools.partial(Quiet, directory=str(root))
-    httpd = ThreadingHTTPServer((host, 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"http://{host}:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with local_http(functools.partial(Quiet, directory=str(root)), host) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
