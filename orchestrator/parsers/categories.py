@@ -174,13 +174,17 @@ _LEN_PREFIXED = re.compile(r"(?<!\d)(\d+)(?=[A-Za-z_])")
 _TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
 
 
-def _strip_suffixes(name: str) -> str:
-    name = name.strip()
-    if name.endswith("[clone .kd]"):
-        name = name[: -len("[clone .kd]")].rstrip()
-    if name.endswith(".kd"):
-        name = name[:-3]
-    return name
+def strip_kernel_suffix(name: str, *, keep_descriptor: bool = False) -> str:
+    """The name without what a profiler appended, so every spelling of a kernel compares equal.
+
+    Legacy rocprof appends `` [clone .kd]``; rocprofv2 `` (.kd)`` and rocprofv3's
+    ``--mangled-kernels`` ``.kd``, the kernel descriptor's symbol. ``keep_descriptor`` keeps
+    those two, for a record that stores the name as the profiler spelled its symbol.
+    """
+    name = name.strip().removesuffix("[clone .kd]").rstrip()
+    if keep_descriptor:
+        return name
+    return name.removesuffix("(.kd)").rstrip().removesuffix(".kd")
 
 
 def _mangled_base(name: str) -> str | None:
@@ -233,7 +237,7 @@ def _demangled_base(name: str) -> str:
 
 def base_name(name: str) -> str:
     """The kernel's own identifier, whatever spelling the profiler used."""
-    clean = _strip_suffixes(name)
+    clean = strip_kernel_suffix(name)
     if clean.startswith("_Z"):
         return _mangled_base(clean) or clean
     return _demangled_base(clean)
@@ -278,7 +282,7 @@ def classify(name: str) -> tuple[str, bool]:
     if is_pseudo_kernel(name):
         return NOT_A_KERNEL, True
     base = base_name(name)
-    clean = _strip_suffixes(name)
+    clean = strip_kernel_suffix(name)
     category = _match_context(base, clean) or _match(base)
     if category is None and clean.startswith("_Z"):
         for ident in _identifiers(clean):

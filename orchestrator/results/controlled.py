@@ -36,7 +36,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestrator.parsers.categories import CATEGORIES, base_name
+from orchestrator.parsers.categories import CATEGORIES, base_name, strip_kernel_suffix
 from orchestrator.results.codegen_diff import CodegenDiff, short_name
 from orchestrator.results.stats import Verdict
 from orchestrator.results.verdicts import adjust_for_many_categories, verdict
@@ -78,12 +78,6 @@ def _mangled(key: str) -> str:
     return key.split("@", 1)[0]
 
 
-def _clean(trace_name: str) -> str:
-    name = trace_name.strip()
-    name = name.removesuffix("[clone .kd]").rstrip()
-    return name.removesuffix(".kd")
-
-
 class KernelIndex:
     """The fingerprint's kernels by every spelling a kernel trace may use.
 
@@ -115,7 +109,7 @@ class KernelIndex:
     def keys(self, trace_name: str) -> list[str]:
         """The fingerprint keys a trace's kernel name stands for (several: one name for an
         instance per architecture or unit, or a truncated name for every instance)."""
-        name = _clean(trace_name)
+        name = strip_kernel_suffix(trace_name)
         for index, spelling in ((self.by_mangled, name), (self.by_demangled, name),
                                 (self.by_squashed, _SPACE.sub("", name))):  # fmt: skip
             if spelling in index:

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 
-from orchestrator.parsers.categories import base_name
+from orchestrator.parsers.categories import base_name, strip_kernel_suffix
 from orchestrator.results.codegen_diff import (
     CategoryDiff,
     CodegenDiff,
@@ -106,7 +106,7 @@ def timed(delta: KernelDelta, names: Sequence[str]) -> str | None:
 
 
 def _plain(name: str) -> str:
-    text = name.strip().removesuffix("[clone .kd]").rstrip().removesuffix(".kd")
+    text = strip_kernel_suffix(name)
     return "".join(text.split())
 
 
