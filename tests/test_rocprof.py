@@ -14,10 +14,12 @@ import pytest
 
 from benchmarks.bench_parse import write_trace
 from orchestrator.core.errors import UserError
-from orchestrator.parsers import rocprof
 from orchestrator.parsers.categories import CATEGORIES
 from orchestrator.parsers.rocprof import (
     KernelBreakdown,
+    blocks,
+    combine,
+    files,
     find_rocprof_files,
     parse_kernel_csv,
     parse_rocprof,
@@ -359,12 +361,12 @@ def _tricky_trace(path: Path, line_end: str, rows: int = 400) -> None:
 
 def _both_ways(path: Path, monkeypatch: pytest.MonkeyPatch) -> KernelBreakdown:
     """Parse with the fast path and with the csv module alone; both must agree exactly."""
-    fast = rocprof._read_file(path)
-    slow = rocprof._read_file(path, fast=False)
+    fast = files.read_file(path)
+    slow = files.read_file(path, fast=False)
     assert fast == slow  # label, calls, totals, and every call's duration in file order
     breakdown = parse_kernel_csv(path)
     with monkeypatch.context() as m:
-        m.setattr(rocprof, "_read_file", partial(rocprof._read_file, fast=False))
+        m.setattr(combine, "read_file", partial(files.read_file, fast=False))
         assert parse_kernel_csv(path) == breakdown
     return breakdown
 
@@ -372,14 +374,14 @@ def _both_ways(path: Path, monkeypatch: pytest.MonkeyPatch) -> KernelBreakdown:
 def _spy_on_cut(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Whether each block was cut by the fast path (True) or left to the csv module."""
     cut: list[bool] = []
-    original = rocprof._Shape.cut
+    original = blocks.Shape.cut
 
-    def spy(self: rocprof._Shape, block: str, columns: list[int]) -> object:
+    def spy(self: blocks.Shape, block: str, columns: list[int]) -> object:
         got = original(self, block, columns)
         cut.append(got is not None)
         return got
 
-    monkeypatch.setattr(rocprof._Shape, "cut", spy)
+    monkeypatch.setattr(blocks.Shape, "cut", spy)
     return cut
 
 
@@ -390,7 +392,7 @@ def test_fast_path_equals_csv_module_on_tricky_trace(
 ) -> None:
     trace = tmp_path / "1_kernel_trace.csv"
     _tricky_trace(trace, line_end)
-    monkeypatch.setattr(rocprof, "_BLOCK_CHARS", block_chars)
+    monkeypatch.setattr(blocks, "BLOCK_CHARS", block_chars)
     cut = _spy_on_cut(monkeypatch)
     b = _both_ways(trace, monkeypatch)
     if block_chars < 1000:  # else one block holds some odd line: all goes to the csv module
@@ -422,7 +424,7 @@ KERNEL_CSVS = sorted(
 def test_fast_path_equals_csv_module_on_real_samples(
     path: Path, block_chars: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(rocprof, "_BLOCK_CHARS", block_chars)
+    monkeypatch.setattr(blocks, "BLOCK_CHARS", block_chars)
     cut = _spy_on_cut(monkeypatch)
     _both_ways(path, monkeypatch)
     if block_chars == 64:  # (one block of a whole file may end with a blank line)
@@ -439,6 +441,6 @@ def test_fast_path_keeps_the_csv_modules_field_limit_error(
     try:
         for fast in (True, False):
             with pytest.raises(UserError, match="not a well-formed CSV"):
-                rocprof._read_file(trace, fast=fast)
+                files.read_file(trace, fast=fast)
     finally:
         csv.field_size_limit(old)

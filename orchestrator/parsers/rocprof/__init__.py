@@ -8,7 +8,7 @@ kernel_trace layout changed from 18 to 19 to 22 columns across ROCm 6.x-7.x, ``r
 prepends ``Guid`` and renames ``LDS_Block_Size`` to ``Lds_Block_Size``, and legacy rocprof
 uses ``KernelName``/``BeginNs``/``EndNs``. Traces are streamed a block of lines at a time:
 a block in rocprofv3's quoting (texts quoted, numbers not) is checked by counting quotes
-and commas, then cut with ``str.split`` (:class:`Shape`: about twice the speed of the
+and commas, then cut with ``str.split`` (``blocks.Shape``: about twice the speed of the
 stdlib ``csv`` module on a 1M-row trace); any other block is read by the ``csv`` module,
 and both give the same rows. Each distinct kernel name is categorized once, and every
 call's duration is kept as an integer in one ``array('q')`` per name (8 bytes a call):

@@ -25,7 +25,6 @@ def to_int(text: str) -> int:
         return round(float(text))
 
 
-
 def realign(row: list[str], width: int, i_name: int) -> list[str]:
     """A row whose unquoted name held commas, put back into ``width`` cells.
 
@@ -39,7 +38,6 @@ def realign(row: list[str], width: int, i_name: int) -> list[str]:
         return row
     name = ",".join(row[i_name : i_name + extra + 1])
     return [*row[:i_name], name, *row[i_name + extra + 1 :]]
-
 
 
 def _slow_duration(row: list[str], i_start: int, i_end: int | None) -> int | None:
@@ -232,4 +230,3 @@ def sum_blocks(
         # as all the rest of the fast path.
         deque(map(array.append, map(durations.__getitem__, cut[0]), times), maxlen=0)
     return dict(durations)
-

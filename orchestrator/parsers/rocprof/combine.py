@@ -17,6 +17,12 @@ from orchestrator.parsers.rocprof.files import NOT_KERNEL, from_trace, read_file
 _ROCPD_LABEL = "rocpd kernel dispatches"
 
 
+def _clean_name(name: str) -> str:
+    """Legacy rocprof's `` [clone .kd]`` dropped so names match rocprofv3's, which may keep
+    the descriptor's ``.kd`` (``--mangled-kernels``): records store that spelling."""
+    return strip_kernel_suffix(name, keep_descriptor=True)
+
+
 def _rows(
     calls: dict[str, int], total: dict[str, int]
 ) -> Iterable[tuple[str, str, int, int, bool]]:

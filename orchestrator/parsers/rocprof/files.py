@@ -30,7 +30,6 @@ def _norm(column: str) -> str:
     return re.sub(r"[^a-z0-9]", "", column.lower())
 
 
-
 def _header(reader: Iterator[list[str]], path: Path) -> dict[str, int]:
     """Normalised column name → index (first occurrence wins); ``""`` → column count."""
     try:
@@ -46,10 +45,8 @@ def _header(reader: Iterator[list[str]], path: Path) -> dict[str, int]:
     return columns
 
 
-
 def _has(columns: dict[str, int], required: tuple[str, ...]) -> bool:
     return all(key in columns for key in required)
-
 
 
 def _first_row_per_dispatch(reader: Iterator[list[str]], i_dispatch: int) -> Iterator[list[str]]:
@@ -156,5 +153,3 @@ def read_file(path: Path, fast: bool = True) -> FileData:
         f"{path} has none of the columns of a rocprof kernel CSV (found: {found}). "
         f"Expected {_EXPECTED}."
     )
-
-
