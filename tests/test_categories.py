@@ -19,6 +19,7 @@ from orchestrator.parsers.categories import (
     classify,
     cycle_row_counted,
     cycle_row_known,
+    strip_kernel_suffix,
 )
 
 # (name as a profiler prints it, expected category). Demangled forms follow rocm-gromacs.md §3.3.
@@ -137,6 +138,16 @@ def test_kernel_names_map_to_expected_category(name: str, expected: str) -> None
 )
 def test_names_no_rule_matches_are_other_and_unknown(name: str) -> None:
     assert classify(name) == ("other", False)
+
+
+def test_strip_kernel_suffix_takes_what_each_profiler_appended() -> None:
+    name = "bodyForce(Body*, float, int)"
+    for spelling in (name, f" {name} ", f"{name} [clone .kd]", f"{name} (.kd)"):
+        assert strip_kernel_suffix(spelling) == name
+    assert strip_kernel_suffix("_Z9bodyForceP4Bodyfi.kd") == "_Z9bodyForceP4Bodyfi"
+    # a rocprof breakdown keeps the descriptor's .kd as rocprofv3 spelled it
+    assert strip_kernel_suffix("_Z9bodyForceP4Bodyfi.kd", keep_descriptor=True).endswith(".kd")
+    assert strip_kernel_suffix(f"{name} [clone .kd]", keep_descriptor=True) == name
 
 
 def test_base_name_handles_every_spelling() -> None:
