@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from orchestrator.core import engine
+from orchestrator import engine
 from orchestrator.images.catalog import list_images
 from orchestrator.images.fingerprint import fingerprint
 from orchestrator.images.gromacs import lockfile_of

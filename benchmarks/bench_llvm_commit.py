@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import docker.errors
 from real_llvm import real_llvm
 
-from orchestrator.core import engine
+from orchestrator import engine
 from orchestrator.core.events import Event, Message
 from orchestrator.core.settings import load_settings
 from orchestrator.images import llvm_workspace

@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from orchestrator.core import engine
+from orchestrator import engine
 from orchestrator.core.settings import load_settings
 from orchestrator.images.toolchain_package import ensure_toolchain_package
 from orchestrator.workflows.bench import BenchRequest, bench

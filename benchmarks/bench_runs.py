@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from orchestrator.core import engine
+from orchestrator import engine
 from orchestrator.core.settings import load_settings
 from orchestrator.images.gromacs import build_gromacs
 from orchestrator.parsers.mdlog import parse_mdlog

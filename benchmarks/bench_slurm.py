@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from orchestrator.core import engine
+from orchestrator import engine
 from orchestrator.core.settings import SlurmSettings, load_settings
 from orchestrator.images.gromacs import build_gromacs
 from orchestrator.runs.executors import Executor, Job, LocalExecutor, SlurmExecutor

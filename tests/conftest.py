@@ -188,7 +188,7 @@ def build_ours(engine: Any, build: Any, *args: Any, **kwargs: Any) -> Any:
 def cache_files(engine: Any, image: str, mount: str) -> list[str]:
     """The files in a BuildKit cache mount, listed by a tiny build FROM `image` (a fresh
     layer each time: a nonce build argument)."""
-    from orchestrator.core import engine as engine_api
+    from orchestrator import engine as engine_api
 
     listed = engine_api.build(
         engine,
@@ -214,7 +214,7 @@ def warm_compile_cache(engine: Any, settings: Any, record: Any) -> None:
     stable image's own Dockerfile is built once more (a new build argument makes its
     compile step run again, with the cache), and the copy is dropped.
     """
-    from orchestrator.core import engine as engine_api
+    from orchestrator import engine as engine_api
     from orchestrator.images.gromacs import SourceSpec
     from orchestrator.images.provenance import load_lockfile, lockfile_path
 

@@ -18,7 +18,7 @@ import docker.errors
 import pytest
 from mini_llvm import INITIAL_MESSAGE, make_mini_llvm
 
-from orchestrator.core import engine as engine_api
+from orchestrator import engine as engine_api
 from orchestrator.core.errors import UserError
 from orchestrator.core.events import Event, Message
 from orchestrator.images.toolchain_llvm import (

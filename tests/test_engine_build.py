@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.core import engine as engine_mod
+from orchestrator import engine as engine_mod
 from orchestrator.core.errors import UserError
 from orchestrator.platforms.cpu import CpuPlatform
 

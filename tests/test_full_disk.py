@@ -20,10 +20,10 @@ import pytest
 from conftest import SecondEngine
 from test_inputs import make_zip, zip_system
 
-from orchestrator.core import engine as eng
-from orchestrator.core.engine import BuildFailed
+from orchestrator import engine as eng
 from orchestrator.core.errors import NoSpace
 from orchestrator.core.files import write_atomic
+from orchestrator.engine import BuildFailed
 from orchestrator.runs.inputs import fetch_inputs
 from orchestrator.runs.store import RESULT_FILE, RunResult, RunStore
 

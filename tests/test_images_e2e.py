@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from conftest import build_ours
 
-from orchestrator.core import engine as engine_mod
+from orchestrator import engine as engine_mod
 from orchestrator.images.catalog import list_images, records_json
 from orchestrator.images.gromacs import DEV_CURRENT, build_gromacs
 from orchestrator.images.provenance import load_lockfile, lockfile_path

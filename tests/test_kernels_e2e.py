@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.core import engine as engine_mod
+from orchestrator import engine as engine_mod
 from orchestrator.core.errors import UserError
 from orchestrator.images import kernels
 from orchestrator.results.report import kernel_run_text, render

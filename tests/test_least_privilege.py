@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from orchestrator.core.engine import EngineKind, container_user
 from orchestrator.core.errors import UserError
 from orchestrator.core.settings import load_settings
+from orchestrator.engine import EngineKind, container_user
 from orchestrator.platforms.cpu import CpuPlatform
 from orchestrator.platforms.rocm import RocmPlatform
 
@@ -96,7 +96,7 @@ CHECKS = (
 #: Plans a run as the tool does, then runs CHECKS in its container (and in a probe).
 INSIDE = f"""
 import json, sys
-from orchestrator.core import engine
+from orchestrator import engine
 from orchestrator.core.settings import load_settings
 from orchestrator.images import catalog
 from orchestrator.runs.runner import RunRequest, plan_run

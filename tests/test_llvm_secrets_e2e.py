@@ -202,7 +202,7 @@ def test_two_builds_on_one_workspace_at_once_both_succeed(engine: Any, tmp_path:
 
 _ORPHAN = """
 import sys
-from orchestrator.core.engine import connect
+from orchestrator.engine import connect
 from orchestrator.core.settings import load_settings
 from orchestrator.images.toolchain_llvm import ensure_toolchain_llvm
 settings = load_settings(platform="cpu", results_dir=sys.argv[1], llvm_source=sys.argv[2])

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 from conftest import json_webhook
 
-from orchestrator.core import engine as engine_mod
+from orchestrator import engine as engine_mod
 from orchestrator.images.gromacs import DEV_CURRENT
 from orchestrator.runs.store import RunStore
 

@@ -33,7 +33,7 @@ from mini_llvm import (
     version_line,
 )
 
-from orchestrator.core import engine as engine_api
+from orchestrator import engine as engine_api
 from orchestrator.core.events import Event, Message
 from orchestrator.images import builder, toolchain
 from orchestrator.images.catalog import probe

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from podman import PodmanService, podman_service
 
-from orchestrator.core import engine as engine_mod
+from orchestrator import engine as engine_mod
 from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.settings import load_settings
 from orchestrator.images import catalog, kernels

@@ -17,8 +17,8 @@ from typing import Any
 import docker.errors
 import pytest
 
+from orchestrator import engine as engine_mod
 from orchestrator.cli import main
-from orchestrator.core import engine as engine_mod
 from orchestrator.core.errors import UsageError
 from orchestrator.core.events import ignore
 from orchestrator.core.settings import load_settings

@@ -21,7 +21,7 @@ import docker.errors
 import pytest
 from real_llvm import RealLlvm, real_llvm
 
-from orchestrator.core import engine as engine_api
+from orchestrator import engine as engine_api
 from orchestrator.core.events import Event, Message
 from orchestrator.images import llvm_workspace
 from orchestrator.images.toolchain_llvm import (

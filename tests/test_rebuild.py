@@ -154,7 +154,7 @@ def _stand_in(
 ) -> tuple[str, Any, list[str]]:
     """A stand-in build stage built and tagged like a dev image, its lockfile saved in
     `results`: the tag, the settings that find it, and the image ids to remove."""
-    from orchestrator.core import engine as engine_mod
+    from orchestrator import engine as engine_mod
 
     build = f"dev-{name}-{uuid.uuid4().hex[:8]}"
     tag = f"gromacs:{build}"
@@ -321,7 +321,7 @@ def _stand_in_rebuild(engine: Any, parent: str, tmp_path: Path, stamp: str) -> A
 
 
 def _sha256sums(engine: Any, image: str, prefix: str) -> dict[str, str]:
-    from orchestrator.core import engine as engine_mod
+    from orchestrator import engine as engine_mod
 
     script = f"cd {prefix} && for f in bin/gmx share/gromacs/*; do sha256sum $f; done"
     code, out = engine_mod.run_capture(engine, image, ["sh", "-c", script])

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.core import engine as engine_mod
+from orchestrator import engine as engine_mod
 from orchestrator.images.provenance import load_lockfile, lockfile_path
 from orchestrator.runs.runner import RunRequest, execute, plan_run
 

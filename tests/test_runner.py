@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from orchestrator.core.engine import EngineKind
 from orchestrator.core.errors import UserError
+from orchestrator.engine import EngineKind
 from orchestrator.platforms.base import ProfilerOptions
 from orchestrator.platforms.cpu import CpuPlatform
 from orchestrator.platforms.rocm import RocmPlatform
@@ -214,7 +214,7 @@ def test_dry_run_cpu_shows_exact_config(engine: Any, cpu_settings: Any, stable_i
 def test_dry_run_rocm_cli(engine: Any, stable_image: Any, tmp_path: Path) -> None:
     """The rocm platform's passthrough, shown for a CPU image relabelled as rocm."""
     image = engine.images.get(stable_image.tag)
-    from orchestrator.core import engine as engine_mod
+    from orchestrator import engine as engine_mod
 
     rocm_id = engine_mod.build(
         engine,
@@ -342,7 +342,7 @@ def test_a_container_name_in_use_is_a_clear_error(
 ) -> None:
     """Two runs of one run id on one engine (two results folders): the second is refused
     in words, and the first one's container is left alone."""
-    from orchestrator.core import engine as engine_mod
+    from orchestrator import engine as engine_mod
 
     name = "gmxbench-test-name-in-use"
     held = engine.containers.create(stable_image.tag, ["true"], name=name)

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.core import engine as engine_mod
+from orchestrator import engine as engine_mod
 from orchestrator.core.errors import UserError
 from orchestrator.core.events import Event
 from orchestrator.core.settings import load_settings

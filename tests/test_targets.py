@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from conftest import gromacs_2026_source
 
-from orchestrator.core import engine as engine_mod
+from orchestrator import engine as engine_mod
 from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.events import ignore
 from orchestrator.core.settings import IMAGE_REF, Settings, load_settings

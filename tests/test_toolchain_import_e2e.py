@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.core import engine as engine_api
+from orchestrator import engine as engine_api
 from orchestrator.core.errors import UserError
 from orchestrator.core.events import Event, Message
 from orchestrator.images import builder, kernels

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from tabulate import tabulate
 
+from orchestrator import engine
 from orchestrator.cli.common import Commands
 from orchestrator.cli.console import Console
-from orchestrator.core import engine
 from orchestrator.core.errors import UsageError
 from orchestrator.core.settings import Settings, with_gpu_arch
 from orchestrator.images import blocks, catalog, lint

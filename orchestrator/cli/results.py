@@ -6,6 +6,7 @@ import argparse
 from datetime import UTC, datetime
 from pathlib import Path
 
+from orchestrator import engine
 from orchestrator.cli.common import (
     Commands,
     json_option,
@@ -14,7 +15,6 @@ from orchestrator.cli.common import (
     verdict_options,
 )
 from orchestrator.cli.console import Console
-from orchestrator.core import engine
 from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.events import Caution
 from orchestrator.core.files import write_atomic

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from tabulate import tabulate
 
+from orchestrator import engine
 from orchestrator.cli.common import (
     Commands,
     executor_option,
@@ -19,7 +20,7 @@ from orchestrator.cli.common import (
     with_executor,
 )
 from orchestrator.cli.console import Console
-from orchestrator.core import engine, interrupts
+from orchestrator.core import interrupts
 from orchestrator.core.errors import UsageError
 from orchestrator.core.settings import Settings
 from orchestrator.platforms.base import ProfilerOptions

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
+from orchestrator import engine
 from orchestrator.cli.common import (
     Commands,
     executor_option,
@@ -18,7 +19,6 @@ from orchestrator.cli.common import (
 )
 from orchestrator.cli.console import Console
 from orchestrator.cli.images import gpu_arch_option
-from orchestrator.core import engine
 from orchestrator.core.events import Message, Step
 from orchestrator.core.settings import Settings, with_gpu_arch
 from orchestrator.results.judgement import judge

@@ -1,1 +1,1 @@
-"""Core: settings, errors, events, atomic files, and the engine (the only Docker client)."""
+"""Core: settings, errors, events and atomic files, which every layer uses."""

@@ -20,12 +20,12 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from orchestrator.core import engine
-from orchestrator.core.engine import Client, Image
+from orchestrator import engine
 from orchestrator.core.errors import UserError
 from orchestrator.core.events import BuildEnded, BuildOutput, BuildStarted, Emit, Message, ignore
 from orchestrator.core.files import read_model, write_atomic
 from orchestrator.core.settings import Settings
+from orchestrator.engine import Client, Image
 from orchestrator.images.catalog import now_iso
 from orchestrator.images.provenance import KIND_LABEL, build_log_path, image_file, label
 from orchestrator.platforms import active

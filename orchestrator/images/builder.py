@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrator.core import engine
-from orchestrator.core.engine import Client
+from orchestrator import engine
 from orchestrator.core.events import Emit, Message, ignore
 from orchestrator.core.settings import Settings
+from orchestrator.engine import Client
 from orchestrator.images.base import ensure_base
 from orchestrator.images.catalog import (
     Ref,

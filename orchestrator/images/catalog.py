@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from orchestrator.core import engine, interrupts
-from orchestrator.core.engine import Client, Image
+from orchestrator import engine
+from orchestrator.core import interrupts
 from orchestrator.core.errors import UserError
 from orchestrator.core.events import Caution, Emit, ignore
 from orchestrator.core.files import DamagedRecord
 from orchestrator.core.settings import Settings
+from orchestrator.engine import Client, Image
 from orchestrator.images.provenance import (
     INPUTS_LABEL,
     KIND_LABEL,

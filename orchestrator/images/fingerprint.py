@@ -14,9 +14,9 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from orchestrator.core.engine import Client
 from orchestrator.core.errors import UserError
 from orchestrator.core.files import write_atomic
+from orchestrator.engine import Client
 from orchestrator.images.catalog import probe
 from orchestrator.images.provenance import ImageRecord, image_file
 from orchestrator.parsers.codegen import Codegen, parse_probe_output

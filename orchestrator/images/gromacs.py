@@ -19,11 +19,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from orchestrator.core import engine, interrupts
-from orchestrator.core.engine import Client, Image
+from orchestrator import engine
+from orchestrator.core import interrupts
 from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.events import Caution, Emit, Message, ignore
 from orchestrator.core.settings import GromacsSource, Settings
+from orchestrator.engine import Client, Image
 from orchestrator.images import builder, fingerprint, toolchain, toolchain_llvm, toolchain_package
 from orchestrator.images.catalog import (
     Ref,

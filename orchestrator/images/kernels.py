@@ -21,12 +21,12 @@ from importlib.resources import as_file
 from pathlib import Path
 from typing import Any
 
-from orchestrator.core import engine
-from orchestrator.core.engine import Client, Image
+from orchestrator import engine
 from orchestrator.core.errors import UserError
 from orchestrator.core.events import Emit, Step, ignore
 from orchestrator.core.files import parse_model
 from orchestrator.core.settings import Settings
+from orchestrator.engine import Client, Image
 from orchestrator.images.catalog import (
     find_by_inputs,
     inputs_key,

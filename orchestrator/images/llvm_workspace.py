@@ -15,11 +15,11 @@ import shutil
 import uuid
 from pathlib import Path
 
-from orchestrator.core import engine
-from orchestrator.core.engine import Client
+from orchestrator import engine
 from orchestrator.core.errors import UserError
 from orchestrator.core.events import Emit, Message, ignore
 from orchestrator.core.owner import Owner
+from orchestrator.engine import Client
 from orchestrator.images.gitsource import ResolvedCommit, git
 from orchestrator.images.provenance import label
 

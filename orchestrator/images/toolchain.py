@@ -7,12 +7,12 @@ compiler) and `toolchain_llvm` (LLVM at a commit), share this.
 
 from __future__ import annotations
 
-from orchestrator.core import engine
-from orchestrator.core.engine import Client
+from orchestrator import engine
 from orchestrator.core.errors import UserError
 from orchestrator.core.events import Emit
 from orchestrator.core.files import parse_model
 from orchestrator.core.settings import Settings
+from orchestrator.engine import Client
 from orchestrator.images.catalog import label_and_tag, new_record, probe
 from orchestrator.images.provenance import TOOLCHAIN_LABEL
 from orchestrator.platforms import active

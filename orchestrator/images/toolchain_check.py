@@ -13,8 +13,8 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from orchestrator.core.engine import Client
 from orchestrator.core.errors import UserError
+from orchestrator.engine import Client
 from orchestrator.images.catalog import probe
 from orchestrator.images.llvm_tree import DEVICE_REQUIRED, REQUIRED, LlvmTree
 from orchestrator.parsers.elf import dotted, newest

@@ -19,10 +19,10 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from orchestrator.core import engine
-from orchestrator.core.engine import Client
+from orchestrator import engine
 from orchestrator.core.events import Emit, Message, ignore
 from orchestrator.core.settings import Settings
+from orchestrator.engine import Client
 from orchestrator.images import builder, toolchain, toolchain_check
 from orchestrator.images.catalog import (
     find_by_inputs,

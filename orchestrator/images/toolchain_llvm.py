@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from orchestrator.core import engine
-from orchestrator.core.engine import Client, ContainerBuildFailed
+from orchestrator import engine
 from orchestrator.core.errors import UserError
 from orchestrator.core.events import Emit, Event, Message, ignore
 from orchestrator.core.settings import Settings
+from orchestrator.engine import Client, ContainerBuildFailed
 from orchestrator.images import builder, llvm_workspace, toolchain
 from orchestrator.images.catalog import inputs_key, probe
 from orchestrator.images.gitsource import (

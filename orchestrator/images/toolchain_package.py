@@ -8,11 +8,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from orchestrator.core import engine
-from orchestrator.core.engine import Client
+from orchestrator import engine
 from orchestrator.core.errors import UsageError
 from orchestrator.core.events import Emit, Message, ignore
 from orchestrator.core.settings import Settings
+from orchestrator.engine import Client
 from orchestrator.images import builder, toolchain
 from orchestrator.images.catalog import find_by_inputs, inputs_key, keep_tag, refuse_overwrite
 from orchestrator.images.provenance import build_log_path

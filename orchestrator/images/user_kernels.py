@@ -22,11 +22,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from orchestrator.core import engine
-from orchestrator.core.engine import BuildFailed, Client, Image
+from orchestrator import engine
 from orchestrator.core.errors import UserError
 from orchestrator.core.events import Emit, Step
 from orchestrator.core.settings import Settings
+from orchestrator.engine import BuildFailed, Client, Image
 from orchestrator.images.catalog import (
     find_by_inputs,
     inputs_key,

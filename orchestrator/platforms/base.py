@@ -24,9 +24,9 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from orchestrator.core.engine import EngineKind
 from orchestrator.core.errors import UserError
 from orchestrator.core.settings import GromacsSource, Settings
+from orchestrator.engine import EngineKind
 from orchestrator.parsers.breakdown import KernelBreakdown
 from orchestrator.parsers.mdlog import MdLog
 from orchestrator.parsers.rocprof_compute import CounterSummary

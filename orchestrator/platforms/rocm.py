@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from orchestrator.core.engine import KEEP_GROUPS, EngineKind
 from orchestrator.core.settings import (
     GROMACS_2026_RELEASE,
     GromacsSource,
     Settings,
     split_targets,
 )
+from orchestrator.engine import KEEP_GROUPS, EngineKind
 from orchestrator.parsers.breakdown import KernelBreakdown
 from orchestrator.parsers.codegen import probe_argv
 from orchestrator.parsers.mdlog import MdLog

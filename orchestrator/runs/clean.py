@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from orchestrator.core import engine
-from orchestrator.core.engine import Client
+from orchestrator import engine
 from orchestrator.core.settings import Settings
+from orchestrator.engine import Client
 from orchestrator.images.provenance import OWNER_LABEL, ROLE_LABEL, RUN_LABEL
 from orchestrator.runs.liveness import Owner
 from orchestrator.runs.store import RunStore

@@ -19,11 +19,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from orchestrator.core import engine, interrupts
-from orchestrator.core.engine import Client, EngineGone
+from orchestrator import engine
+from orchestrator.core import interrupts
 from orchestrator.core.errors import NoSpace, UsageError, UserError, filled_up, space_for
 from orchestrator.core.events import Caution, Emit, Event, ignore
 from orchestrator.core.settings import Settings
+from orchestrator.engine import Client, EngineGone
 from orchestrator.images import kernels
 from orchestrator.images.fingerprint import codegen_path
 from orchestrator.images.gitsource import checked_commit

@@ -15,11 +15,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
-from orchestrator.core import engine
-from orchestrator.core.engine import Client
+from orchestrator import engine
 from orchestrator.core.errors import UserError
 from orchestrator.core.events import Caution, Emit, Message, Step, ignore
 from orchestrator.core.settings import Settings
+from orchestrator.engine import Client
 from orchestrator.images import kernels
 from orchestrator.images.gromacs import DEV_CURRENT, build_gromacs, gromacs_ref, record_of
 from orchestrator.images.provenance import ImageRecord, label

@@ -17,9 +17,9 @@ import statistics
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from orchestrator.core.engine import Client
 from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.settings import Settings
+from orchestrator.engine import Client
 from orchestrator.images.catalog import list_images
 from orchestrator.images.gitsource import ResolvedCommit, base_of, is_url
 from orchestrator.images.gromacs import DEV_CURRENT

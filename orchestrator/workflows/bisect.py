@@ -34,10 +34,10 @@ from pathlib import Path
 
 from sqlalchemy import update
 
-from orchestrator.core.engine import BuildFailed, Client
 from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.events import Caution, Emit, Message, Step, ignore
 from orchestrator.core.settings import Settings
+from orchestrator.engine import BuildFailed, Client
 from orchestrator.images import kernels
 from orchestrator.images.gitsource import display_source, git, is_url, refuse_option
 from orchestrator.images.gromacs import build_gromacs

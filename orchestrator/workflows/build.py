@@ -9,10 +9,10 @@ for the working tree as it is), or an LLVM the user built already (`--from-build
 
 from __future__ import annotations
 
-from orchestrator.core.engine import Client
 from orchestrator.core.errors import UsageError
 from orchestrator.core.events import Emit, ignore
 from orchestrator.core.settings import Settings
+from orchestrator.engine import Client
 from orchestrator.images.toolchain_import import ensure_toolchain_import, is_tree_path
 from orchestrator.images.toolchain_llvm import ensure_toolchain_llvm
 from orchestrator.images.toolchain_package import ensure_toolchain_package

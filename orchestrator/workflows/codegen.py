@@ -13,11 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.core import engine
-from orchestrator.core.engine import Client
+from orchestrator import engine
 from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.events import Caution, Emit, Message, ignore
 from orchestrator.core.settings import Settings
+from orchestrator.engine import Client
 from orchestrator.images import fingerprint, kernels, user_kernels
 from orchestrator.images.gromacs import gromacs_ref, record_of
 from orchestrator.images.provenance import ImageRecord

@@ -31,10 +31,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from orchestrator.core.engine import Client
 from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.events import Emit, Folded, Step, ignore
 from orchestrator.core.settings import Settings, SlurmResources
+from orchestrator.engine import Client
 from orchestrator.platforms.base import ProfileMode
 from orchestrator.results.compare import Comparison
 from orchestrator.results.judge import compare_groups

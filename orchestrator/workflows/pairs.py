@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
-from orchestrator.core.engine import Client
 from orchestrator.core.errors import UserError
 from orchestrator.core.events import Emit, Folded, Step
 from orchestrator.core.settings import Settings
+from orchestrator.engine import Client
 from orchestrator.images.provenance import ImageRecord
 from orchestrator.platforms import get
 from orchestrator.results.paired import RepeatPlan, baseline_first, repeat_plan

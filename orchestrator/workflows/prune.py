@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from orchestrator.core import engine
-from orchestrator.core.engine import Client, Volume
+from orchestrator import engine
 from orchestrator.core.errors import UsageError
 from orchestrator.core.events import Emit, ignore
+from orchestrator.engine import Client, Volume
 from orchestrator.images import catalog, toolchain
 from orchestrator.images.provenance import ImageRecord, label
 

@@ -26,12 +26,13 @@ from uuid import uuid4
 from pydantic import BaseModel, Field
 from tabulate import tabulate
 
-from orchestrator.core import engine, interrupts
-from orchestrator.core.engine import Client
+from orchestrator import engine
+from orchestrator.core import interrupts
 from orchestrator.core.errors import UserError
 from orchestrator.core.events import Emit, Message, ignore
 from orchestrator.core.files import write_atomic
 from orchestrator.core.settings import Settings
+from orchestrator.engine import Client
 from orchestrator.images.catalog import label_and_tag, now_iso, probe
 from orchestrator.images.gromacs import (
     NO_COMPILE_CACHE,

@@ -27,12 +27,13 @@ from typing import IO, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from orchestrator.core import engine, interrupts
-from orchestrator.core.engine import Client, Image
+from orchestrator import engine
+from orchestrator.core import interrupts
 from orchestrator.core.errors import UsageError, UserError, no_space, space_for
 from orchestrator.core.events import Caution, Emit, Message, ignore
 from orchestrator.core.files import DamagedRecord, write_atomic
 from orchestrator.core.settings import Settings, ShareSettings
+from orchestrator.engine import Client, Image
 from orchestrator.images import provenance
 from orchestrator.images.catalog import is_ours, shared_tag
 from orchestrator.images.gromacs import REPO, gromacs_ref, lockfile_of

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from orchestrator.core import engine
-from orchestrator.core.engine import Client
+from orchestrator import engine
 from orchestrator.core.errors import UserError
+from orchestrator.engine import Client
 
 #: What a temporary folder of `share` is called: `.gmxbench-share-<pid>-<random>`.
 TEMP_PREFIX = ".gmxbench-share-"

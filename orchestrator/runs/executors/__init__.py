@@ -6,8 +6,8 @@ the settings make (`ORCH_EXECUTOR`, or a command's `--executor`).
 
 from __future__ import annotations
 
-from orchestrator.core.engine import Client
 from orchestrator.core.settings import Settings
+from orchestrator.engine import Client
 from orchestrator.runs.executors.base import Chain, Executor, Job
 from orchestrator.runs.executors.local import LocalExecutor
 from orchestrator.runs.executors.slurm import SlurmExecutor

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from orchestrator.core.engine import Client
 from orchestrator.core.events import Emit, Folded, ignore
 from orchestrator.core.settings import Settings, SlurmResources
+from orchestrator.engine import Client
 from orchestrator.runs import runner
 from orchestrator.runs.runner import RunRequest
 from orchestrator.runs.store import RunResult

@@ -33,11 +33,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from orchestrator.core.engine import Client
 from orchestrator.core.errors import UserError
 from orchestrator.core.events import Caution, Emit, Message, RunNext, Step, ignore
 from orchestrator.core.files import new_mode
 from orchestrator.core.settings import Settings, SlurmResources, environment_of
+from orchestrator.engine import Client
 from orchestrator.runs import database, runner
 from orchestrator.runs.executors.base import Chain, Executor, Job
 from orchestrator.runs.hostinfo import HostInfo
