@@ -9,6 +9,7 @@ checked against `names()`).
 from __future__ import annotations
 
 from orchestrator.core.engine import Client
+from orchestrator.core.errors import UsageError
 from orchestrator.core.settings import Settings, register_choices
 from orchestrator.runs.executors.base import Chain, Executor, Job
 from orchestrator.runs.executors.local import LocalExecutor
@@ -31,6 +32,9 @@ def names() -> list[str]:
 
 def executor_for(client: Client, settings: Settings) -> Executor:
     """The executor the settings name."""
+    if settings.executor not in EXECUTORS:
+        known = ", ".join(EXECUTORS)
+        raise UsageError(f"Unknown executor {settings.executor!r}; this tool knows {known}.")
     return EXECUTORS[settings.executor](client, settings)
 
 
