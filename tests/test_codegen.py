@@ -696,7 +696,7 @@ def hip_tools(request: pytest.FixtureRequest) -> dict[str, str]:
     tools = ("objdump", "readelf", "cxxfilt")
     rocm = ""
     if not os.environ.get(HIP_IMAGE):
-        from orchestrator.platforms.rocm import rocm_path, stack
+        from orchestrator.platforms.rocm.stacks import rocm_path, stack
 
         settings = request.getfixturevalue("rocm_settings")
         rocm = (

@@ -8,9 +8,9 @@ import pytest
 
 from orchestrator import engine as engine_mod
 from orchestrator.core.errors import UserError
-from orchestrator.platforms.cpu import CpuPlatform
+from orchestrator.platforms.cpu import CpuBuild
 
-DEFAULT_CPU_BASE = CpuPlatform.default_base
+DEFAULT_CPU_BASE = CpuBuild.default_base
 
 pytestmark = pytest.mark.engine
 

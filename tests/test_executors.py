@@ -16,6 +16,13 @@ from orchestrator.workflows.matrix import _plan, _resources, load_matrix
 REPO = Path(__file__).resolve().parent.parent
 
 
+def test_an_unknown_executor_is_the_settings_paragraph(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ORCH_EXECUTOR", "pbs")
+    with pytest.raises(UsageError) as err:
+        load_settings()
+    assert "ORCH_EXECUTOR (got 'pbs'): Input should be 'local' or 'slurm'" in err.value.message
+
+
 def test_settings_reach_the_job_whole_and_the_secrets_never(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -113,6 +113,7 @@ def _lines(pattern: str, outside: tuple[str, ...]) -> list[str]:
 
 def test_platform_names_are_compared_only_in_platforms() -> None:
     assert not _lines(r'[!=]= *["\'](rocm|cpu)["\']', ("orchestrator.platforms",))
+    assert not _lines(r'[!=]= *["\'](local|slurm)["\']', ("orchestrator.runs.executors",))
 
 
 def test_only_the_engine_talks_to_docker() -> None:

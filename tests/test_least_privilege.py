@@ -42,7 +42,7 @@ def _rocm(tmp_path: Path) -> RocmPlatform:
 
 def test_cpu_runs_drop_everything_and_keep_seccomp() -> None:
     """GROMACS on the CPU platform, `--cpu-only` and CPU kernel runs all get these."""
-    shown = CpuPlatform().container_options(0, "trace").confined("1000:1000", 4096)
+    shown = CpuPlatform().run.container_options(0, "trace").confined("1000:1000", 4096)
     assert shown.engine_kwargs() == {
         "user": "1000:1000",
         "security_opt": ["no-new-privileges"],
@@ -53,13 +53,13 @@ def test_cpu_runs_drop_everything_and_keep_seccomp() -> None:
 
 
 def test_root_keeps_its_home() -> None:
-    shown = CpuPlatform().container_options(0).confined("0:0", 64)
+    shown = CpuPlatform().run.container_options(0).confined("0:0", 64)
     assert shown.environment == {} and shown.engine_kwargs()["user"] == "0:0"
 
 
 @pytest.mark.parametrize("profile", ["none", "trace", "counters"])
 def test_rocm_runs_turn_seccomp_off_and_add_no_capability(tmp_path: Path, profile: str) -> None:
-    opts = _rocm(tmp_path).container_options(0, profile)  # type: ignore[arg-type]
+    opts = _rocm(tmp_path).run.container_options(0, profile)  # type: ignore[arg-type]
     kwargs = opts.confined("1000:1000", 4096).engine_kwargs()
     assert kwargs["security_opt"] == ["no-new-privileges", "seccomp=unconfined"]
     assert kwargs["cap_drop"] == ["ALL"] and "cap_add" not in kwargs
@@ -69,7 +69,7 @@ def test_rocm_runs_turn_seccomp_off_and_add_no_capability(tmp_path: Path, profil
 
 
 def test_systrace_adds_back_only_ptrace_and_perfmon(tmp_path: Path) -> None:
-    kwargs = _rocm(tmp_path).container_options(0, "systrace").engine_kwargs()
+    kwargs = _rocm(tmp_path).run.container_options(0, "systrace").engine_kwargs()
     assert kwargs["cap_drop"] == ["ALL"] and kwargs["cap_add"] == ["SYS_PTRACE", "PERFMON"]
 
 

@@ -148,7 +148,7 @@ def test_a_host_gpu_outside_the_targets_is_refused(built: Built, tmp_path: Path,
     (nodes / "properties").write_text(
         f"cpu_cores_count 0\ngfx_target_version {KFD_VERSION[host]}\n"
     )
-    problem = RocmPlatform(sys_root=tmp_path).target_problem(
+    problem = RocmPlatform(sys_root=tmp_path).run.target_problem(
         built.option.gpu_arch, built.option.tag
     )
     if host == "gfx90a":

@@ -26,13 +26,13 @@ from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.settings import load_settings
 from orchestrator.images import catalog, kernels
 from orchestrator.images.provenance import LAYERS_LABEL
-from orchestrator.platforms.cpu import CpuPlatform
+from orchestrator.platforms.cpu import CpuBuild, CpuPlatform
 from orchestrator.runs.runner import RunRequest, execute, plan_run
 from orchestrator.workflows import share
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
-BASE = CpuPlatform.default_base
+BASE = CpuBuild.default_base
 
 
 @pytest.fixture(scope="module")
@@ -196,7 +196,7 @@ def test_least_privilege_reaches_a_podman_container(
     run_dir = tmp_path / "confined"
     run_dir.mkdir()
     os.chown(run_dir, 1000, 1000)
-    options = CpuPlatform().container_options(0).confined("1000:1000", 64)
+    options = CpuPlatform().run.container_options(0).confined("1000:1000", 64)
     script = (
         "id -u; grep -E '^(CapEff|CapBnd|NoNewPrivs):' /proc/self/status; echo mine > out; "
         "i=0; while [ $i -lt 100 ]; do sleep 5 & i=$((i+1)); echo forked $i; done 2>/dev/null"
@@ -287,7 +287,7 @@ def test_rocm_plan_on_rootless_podman_keeps_groups(tmp_path: Path) -> None:
         node.touch()
     rocm = RocmPlatform(dev_root=tmp_path)
     rootless = engine_mod.EngineKind("podman", "4.3.1", rootless=True)
-    options = rocm.container_options(0, engine=rootless).engine_kwargs()
+    options = rocm.run.container_options(0, engine=rootless).engine_kwargs()
     assert options["group_add"] == [engine_mod.KEEP_GROUPS]
     assert options["devices"] == [
         "/dev/kfd:/dev/kfd:rwm",
@@ -295,7 +295,7 @@ def test_rocm_plan_on_rootless_podman_keeps_groups(tmp_path: Path) -> None:
     ]
     rootful = engine_mod.EngineKind("podman", "4.3.1", rootless=False)
     gid = str((tmp_path / "kfd").stat().st_gid)
-    assert rocm.container_options(0, engine=rootful).engine_kwargs()["group_add"] == [gid]
+    assert rocm.run.container_options(0, engine=rootful).engine_kwargs()["group_add"] == [gid]
 
 
 def test_stable_image_shared_into_podman_builds_and_runs_a_kernel_benchmark(

@@ -33,7 +33,7 @@ def counters_run(results: Path, name: str, sample: str) -> Path:
 
 def record_profile(run_dir: Path, mode: str) -> None:
     """What the runner does after a finished run: ask the platform, keep what it found."""
-    outcome = RocmPlatform().profile_outcome(run_dir, mode)  # type: ignore[arg-type]
+    outcome = RocmPlatform().profiler.profile_outcome(run_dir, mode)  # type: ignore[arg-type]
     assert outcome is not None
     result = RunStore.load(run_dir)
     result.profile = outcome

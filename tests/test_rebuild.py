@@ -240,7 +240,7 @@ def test_rebuild_never_mounts_the_shared_compile_cache(
     from orchestrator.platforms import active
 
     ensure_base(engine, cpu_settings)
-    parent = active(cpu_settings).base_image(cpu_settings)
+    parent = active(cpu_settings).build.base_image(cpu_settings)
     mount = f"gmxbench-test-{uuid.uuid4().hex}"
     tag, settings, made = _stand_in(engine, PLANTING, parent, "planting", tmp_path, mount=mount)
     try:

@@ -21,7 +21,8 @@ from orchestrator.core.errors import UserError
 from orchestrator.parsers import rocpd
 from orchestrator.parsers.detect import parse_file
 from orchestrator.parsers.rocprof import find_rocprof_files, parse_kernel_csv, parse_rocprof
-from orchestrator.platforms.rocm import TRACE_DIR, RocmPlatform
+from orchestrator.platforms.rocm import RocmPlatform
+from orchestrator.platforms.rocm.profilers import TRACE_DIR
 
 DATA = Path(__file__).parent / "data"
 SAMPLES = DATA / "samples"
@@ -184,7 +185,7 @@ def test_a_run_folder_with_databases_is_read_as_rocpd(
     make_db(out / "node-a" / "4243_results.db", schema, trace)
     (out / "node-a" / "4242_kernel_trace.csv").write_bytes(trace.read_bytes())
     assert [p.name for p in find_rocprof_files(out)] == ["4242_results.db", "4243_results.db"]
-    breakdown = RocmPlatform().profile_breakdown(tmp_path)
+    breakdown = RocmPlatform().profiler.profile_breakdown(tmp_path)
     assert breakdown is not None
     one = parse_kernel_csv(trace)
     assert breakdown.total_ms == pytest.approx(2 * one.total_ms)

@@ -16,7 +16,7 @@ from orchestrator.engine import EngineKind
 from orchestrator.platforms.base import ProfilerOptions
 from orchestrator.platforms.cpu import CpuPlatform
 from orchestrator.platforms.rocm import RocmPlatform
-from orchestrator.platforms.rocm_profilers import systrace_problems
+from orchestrator.platforms.rocm.profilers import systrace_problems
 from orchestrator.runs.runner import RunRequest, dry_run_text, execute, mdrun_command, plan_run
 from orchestrator.runs.store import RunStore
 
@@ -52,7 +52,7 @@ def test_rocm_options_devices_groups_security_env(tmp_path: Path) -> None:
     (dev / "dri" / "renderD129").touch()
     os.chown(dev / "kfd", 0, 44)
     os.chown(dev / "dri" / "renderD129", 0, 109)
-    opts = RocmPlatform(dev_root=dev).container_options(device=1)
+    opts = RocmPlatform(dev_root=dev).run.container_options(device=1)
     assert opts.devices == ["/dev/kfd:/dev/kfd:rwm", "/dev/dri/renderD129:/dev/dri/renderD129:rwm"]
     assert opts.group_add == ["44", "109"]
     assert opts.security_opt == ["no-new-privileges", "seccomp=unconfined"]
@@ -63,30 +63,30 @@ def test_rocm_options_devices_groups_security_env(tmp_path: Path) -> None:
 
 def test_rocm_missing_devices_are_preflight_problems(tmp_path: Path) -> None:
     rocm = RocmPlatform(dev_root=tmp_path)
-    problems = rocm.preflight(None, None, rocm.container_options(device=0))
+    problems = rocm.run.preflight(None, None, rocm.run.container_options(device=0))
     assert any("/dev/kfd does not exist" in p for p in problems)
     assert any("/dev/dri/renderD128 does not exist" in p for p in problems)
 
 
 def test_rocm_trace_launches_rocprofv3_from_rocm_path() -> None:
-    script = RocmPlatform().launch(["gmx", "mdrun"], "trace", "/run")
+    script = RocmPlatform().profiler.launch(["gmx", "mdrun"], "trace", "/run")
     assert script == (
         'exec "${ROCM_PATH:-/opt/rocm}/bin/rocprofv3" --kernel-trace --output-format '
         "rocpd -d /run/rocprof -- gmx mdrun\n"
     )
-    assert CpuPlatform().launch(["gmx", "mdrun"], "trace", "/run") == "exec gmx mdrun\n"
+    assert CpuPlatform().profiler.launch(["gmx", "mdrun"], "trace", "/run") == "exec gmx mdrun\n"
 
 
 def test_cpu_refuses_the_gpu_profilers() -> None:
     for mode in ("counters", "systrace"):
         with pytest.raises(UserError, match=f"--profile={mode} needs AMD's profilers"):
-            CpuPlatform().launch(["gmx", "mdrun"], mode, "/run")  # type: ignore[arg-type]
+            CpuPlatform().profiler.launch(["gmx", "mdrun"], mode, "/run")  # type: ignore[arg-type]
 
 
 def test_counters_script_times_first_then_profiles_without_failing_the_run() -> None:
     options = ProfilerOptions(counters_args=["-k", "nbnxm"])
     mdrun = ["gmx", "mdrun", "-deffnm", "topol"]
-    script = RocmPlatform().launch(mdrun, "counters", "/run", options)
+    script = RocmPlatform().profiler.launch(mdrun, "counters", "/run", options)
     lines = script.splitlines()
     assert lines[2] == "gmx mdrun -deffnm topol || exit $?"  # the timing run comes first
     assert lines[4] == "mkdir -p /run/rocprof-compute/app && cd /run/rocprof-compute/app || exit 1"
@@ -108,15 +108,15 @@ def test_systrace_script_and_container_get_exactly_what_rocprof_sys_needs(tmp_pa
         (tmp_path / node).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / node).touch()
     rocm = RocmPlatform(dev_root=tmp_path)
-    opts = rocm.container_options(0, "systrace")
+    opts = rocm.run.container_options(0, "systrace")
     assert opts.cap_add == ["SYS_PTRACE", "PERFMON"]
     assert opts.devices == ["/dev/kfd:/dev/kfd:rwm", "/dev/dri/renderD128:/dev/dri/renderD128:rwm"]
-    assert rocm.container_options(0, "trace").cap_add == []  # only systrace gets capabilities
+    assert rocm.run.container_options(0, "trace").cap_add == []  # only systrace gets capabilities
     options = ProfilerOptions(
         systrace_mode="instrument", systrace_env={"ROCPROFSYS_SAMPLING_FREQ": "100",
                                                   "ROCPROFSYS_TRACE": "OFF"},
     )  # fmt: skip
-    script = rocm.launch(["gmx", "mdrun"], "systrace", "/run", options)
+    script = rocm.profiler.launch(["gmx", "mdrun"], "systrace", "/run", options)
     assert "export ROCPROFSYS_OUTPUT_PATH=/run/rocprof-sys\n" in script
     assert "export ROCPROFSYS_SAMPLING_FREQ=100\n" in script
     assert "export ROCPROFSYS_TRACE=OFF\n" in script  # the user's setting over ours
@@ -142,20 +142,20 @@ def test_rootless_podman_passes_the_users_own_groups(tmp_path: Path) -> None:
         (tmp_path / node).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / node).touch()
     podman = EngineKind(name="podman", version="4.3.1", rootless=True)
-    assert rocm.container_options(0, engine=podman).group_add == ["keep-groups"]
+    assert rocm.run.container_options(0, engine=podman).group_add == ["keep-groups"]
     docker = EngineKind(name="docker", version="20.10", rootless=True)
-    assert "keep-groups" not in rocm.container_options(0, engine=docker).group_add
+    assert "keep-groups" not in rocm.run.container_options(0, engine=docker).group_add
 
 
 def test_simd_preflight() -> None:
     cpu = CpuPlatform()
-    problems = cpu.preflight("AVX_512_KNL_FAKE", None, cpu.container_options(0))
+    problems = cpu.run.preflight("AVX_512_KNL_FAKE", None, cpu.run.container_options(0))
     assert problems == []  # unknown levels are not guessed at
     from orchestrator.platforms import base as platforms
 
     needs = platforms.SIMD_CPU_FLAGS["AVX2_256"]
     host = platforms.host_cpu_flags()
-    problems = cpu.preflight("AVX2_256", None, cpu.container_options(0))
+    problems = cpu.run.preflight("AVX2_256", None, cpu.run.container_options(0))
     assert bool(problems) == (not needs <= host)
 
 

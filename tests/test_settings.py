@@ -16,10 +16,12 @@ from orchestrator.core.settings import (
     with_gpu_arch,
 )
 from orchestrator.platforms import active
-from orchestrator.platforms.cpu import CpuPlatform
-from orchestrator.platforms.rocm import RocmPlatform, gpu_arch, gpu_archs, rocm_path
+from orchestrator.platforms.cpu import CpuBuild
+from orchestrator.platforms.rocm.build import RocmBuild
+from orchestrator.platforms.rocm.stacks import rocm_path
+from orchestrator.platforms.rocm.targets import gpu_arch, gpu_archs
 
-DEFAULT_CPU_BASE, DEFAULT_ROCM_BASE = CpuPlatform.default_base, RocmPlatform.default_base
+DEFAULT_CPU_BASE, DEFAULT_ROCM_BASE = CpuBuild.default_base, RocmBuild.default_base
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -29,8 +31,8 @@ def test_defaults_for_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
     s = load_settings()
     platform = active(s)
     assert platform.name == "cpu"
-    assert platform.base_image(s) == DEFAULT_CPU_BASE
-    assert platform.gromacs_source(s).url == "deb-src:gromacs"
+    assert platform.build.base_image(s) == DEFAULT_CPU_BASE
+    assert platform.build.gromacs_source(s).url == "deb-src:gromacs"
     assert s.results_dir == Path("results")
     assert s.simd == "AVX2_256"
 
@@ -39,9 +41,9 @@ def test_defaults_for_rocm(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ORCH_PLATFORM", "rocm")
     s = load_settings()
     platform = active(s)
-    assert platform.base_image(s) == DEFAULT_ROCM_BASE
+    assert platform.build.base_image(s) == DEFAULT_ROCM_BASE
     assert rocm_path(s) == "/opt/rocm/core-7.12"
-    assert platform.gromacs_source(s) == GROMACS_2026_RELEASE
+    assert platform.build.gromacs_source(s) == GROMACS_2026_RELEASE
     assert gpu_arch(s).startswith("gfx")
 
 
@@ -63,7 +65,7 @@ def test_the_hip_feature_branch_stays_an_explicit_choice(monkeypatch: pytest.Mon
     monkeypatch.setenv("ORCH_PLATFORM", "rocm")
     monkeypatch.setenv("ORCH_GROMACS__URL", "git+https://gitlab.com/gromacs/gromacs.git")
     monkeypatch.setenv("ORCH_GROMACS__REF", "4947-hip-feature-enablement")
-    source = active(load_settings()).gromacs_source(load_settings())
+    source = active(load_settings()).build.gromacs_source(load_settings())
     assert (source.url, source.ref, source.sha256) == (
         "git+https://gitlab.com/gromacs/gromacs.git",
         "4947-hip-feature-enablement",
@@ -79,14 +81,14 @@ def test_env_beats_toml(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None
     monkeypatch.setenv("ORCH_SIMD", "AVX2_256")
     s = load_settings()
     assert s.simd == "AVX2_256"
-    assert active(s).gromacs_source(s).ref == "2023.1"
+    assert active(s).build.gromacs_source(s).ref == "2023.1"
 
 
 def test_nested_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ORCH_GROMACS__URL", "git+https://example.org/gromacs.git")
     monkeypatch.setenv("ORCH_GROMACS__REF", "v2025.3")
     s = load_settings()
-    assert active(s).gromacs_source(s).ref == "v2025.3"
+    assert active(s).build.gromacs_source(s).ref == "v2025.3"
 
 
 def test_pyproject_table(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -129,7 +131,7 @@ def test_digest_pinned_base_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
     ref = "rocm/dev-ubuntu-24.04:7.12-complete@sha256:" + "a" * 64
     monkeypatch.setenv("ORCH_BASE_IMAGE", ref)
     settings = load_settings()
-    assert active(settings).base_image(settings) == ref
+    assert active(settings).build.base_image(settings) == ref
 
 
 def test_malformed_toml(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -258,7 +258,7 @@ def test_save_refuses_what_it_cannot_share(
     settings = _settings(tmp_path / "r")
     with pytest.raises(UserError, match=r"gromacs:no-such-build is not an image.*nox -s images"):
         share.save(engine, settings, "no-such-build", tmp_path)
-    base = active(settings).base_image(settings)
+    base = active(settings).build.base_image(settings)
     with pytest.raises(UserError, match=r"no gmxbench\.lockfile"):
         share.save(engine, settings, base, tmp_path)
     before = tiny_archive.read_bytes()
@@ -327,7 +327,9 @@ def registry(engine: Any, cpu_settings: Any) -> Iterator[str]:
     from orchestrator.images.base import ensure_base
 
     ensure_base(engine, cpu_settings)
-    dockerfile = REGISTRY_DOCKERFILE.format(base=active(cpu_settings).base_image(cpu_settings))
+    dockerfile = REGISTRY_DOCKERFILE.format(
+        base=active(cpu_settings).build.base_image(cpu_settings)
+    )
     key = hashlib.sha256(dockerfile.encode() + REGISTRY_CONFIG).hexdigest()
     image = engine_mod.image(engine, REGISTRY_IMAGE)
     if image is None or image.labels.get("gmxbench-test.dockerfile") != key:

@@ -27,7 +27,8 @@ from orchestrator.images.catalog import label_and_tag, new_record
 from orchestrator.images.gromacs import dev_build_name, gromacs_ref, refuse_long_name
 from orchestrator.images.provenance import ImageRecord
 from orchestrator.platforms.base import Compiler
-from orchestrator.platforms.rocm import RocmPlatform, detect_gpu_arch
+from orchestrator.platforms.rocm import RocmPlatform
+from orchestrator.platforms.rocm.targets import detect_gpu_arch
 from orchestrator.runs.runner import RunRequest, execute, plan_run
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -50,11 +51,11 @@ def test_kernel_benchmarks_compile_for_every_target_of_the_image() -> None:
     `gpu_arch` label), one `--offload-arch=` per target, primary first."""
     settings = rocm("gfx1100")
     labels = {"rocm_stack": "debian", "gpu_arch": "gfx1201,gfx942,gfx90a"}
-    flags = RocmPlatform().kernel_compiler(settings, labels).flags
+    flags = RocmPlatform().codegen.kernel_compiler(settings, labels).flags
     assert offload(flags) == [
         "--offload-arch=gfx1201", "--offload-arch=gfx942", "--offload-arch=gfx90a",
     ]  # fmt: skip
-    unlabelled = RocmPlatform().kernel_compiler(settings, {"rocm_stack": "debian"}).flags
+    unlabelled = RocmPlatform().codegen.kernel_compiler(settings, {"rocm_stack": "debian"}).flags
     assert offload(unlabelled) == ["--offload-arch=gfx1100"]
 
 
@@ -64,7 +65,7 @@ def test_cmake_flags_compile_every_hip_unit_for_each_target(stack: str) -> None:
     CMake lists `;`-separated, GROMACS's own list comma-separated, each target's hipcc
     check answered. AMD's stable build keeps the vendor's defaults: only the GROMACS list."""
     platform = RocmPlatform()
-    dev = platform.cmake_flags(rocm(TWO, stack), "dev", DEV, "/opt/gromacs/x")
+    dev = platform.build.cmake_flags(rocm(TWO, stack), "dev", DEV, "/opt/gromacs/x")
     (hip,) = [f for f in dev if f.startswith("-DCMAKE_HIP_FLAGS=")]
     assert offload(hip.split()) == ["--offload-arch=gfx1201", "--offload-arch=gfx942"]
     assert "-DGMX_HIP_TARGET_ARCH=gfx1201,gfx942" in dev
@@ -75,12 +76,14 @@ def test_cmake_flags_compile_every_hip_unit_for_each_target(stack: str) -> None:
         "-DHIPCC_HAS_TARGET_ARCH_gfx1201=TRUE",
         "-DHIPCC_HAS_TARGET_ARCH_gfx942=TRUE",
     ]
-    stable_compiler = platform.stable_compiler(rocm(TWO, stack), lambda argv: (0, ""))
-    stable = platform.cmake_flags(rocm(TWO, stack), "stable", stable_compiler, "/opt/gromacs/x")
+    stable_compiler = platform.build.stable_compiler(rocm(TWO, stack), lambda argv: (0, ""))
+    stable = platform.build.cmake_flags(
+        rocm(TWO, stack), "stable", stable_compiler, "/opt/gromacs/x"
+    )
     assert "-DGMX_HIP_TARGET_ARCH=gfx1201,gfx942" in stable
     explicit = stack == "debian"  # Debian's stable takes the dev build's HIP flags
     assert ("-DGPU_TARGETS=gfx1201;gfx942" in stable) == explicit
-    single = platform.cmake_flags(rocm("gfx1201", stack), "dev", DEV, "/opt/gromacs/x")
+    single = platform.build.cmake_flags(rocm("gfx1201", stack), "dev", DEV, "/opt/gromacs/x")
     assert [f for f in single if "gfx" in f] == [
         f.replace("--offload-arch=gfx1201 --offload-arch=gfx942", "--offload-arch=gfx1201")
         .replace(",gfx942", "").replace(";gfx942", "")
@@ -141,22 +144,27 @@ def test_tags_carry_the_targets_unless_they_are_the_default() -> None:
     first, as a valid Docker tag; the record holds the list and gives it back."""
     platform = RocmPlatform()
     default, two = rocm("gfx1201"), rocm(TWO)
-    stable = platform.stable_compiler(default, lambda argv: (0, ""))
-    assert platform.stable_build_name(default, stable) == "stable-rocm-debian-clang21"
-    assert platform.stable_build_name(two, stable) == "stable-rocm-debian-clang21-gfx1201_gfx942"
-    assert platform.stable_build_name(rocm("gfx942"), stable) == "stable-rocm-debian-clang21-gfx942"
+    stable = platform.build.stable_compiler(default, lambda argv: (0, ""))
+    assert platform.build.stable_build_name(default, stable) == "stable-rocm-debian-clang21"
+    assert (
+        platform.build.stable_build_name(two, stable) == "stable-rocm-debian-clang21-gfx1201_gfx942"
+    )
+    assert (
+        platform.build.stable_build_name(rocm("gfx942"), stable)
+        == "stable-rocm-debian-clang21-gfx942"
+    )
     amd = rocm("gfx90a,gfx1201", stack="amd")
-    assert platform.stable_build_name(amd, stable) == "stable-rocm7.12-gfx90a_gfx1201"
+    assert platform.build.stable_build_name(amd, stable) == "stable-rocm7.12-gfx90a_gfx1201"
     from datetime import UTC, datetime
 
     when = datetime(2026, 5, 16, 2, 43, tzinfo=UTC)
-    assert dev_build_name(DEV, when, platform.build_suffix(default)) == (
+    assert dev_build_name(DEV, when, platform.build.build_suffix(default)) == (
         "dev-llvm-d7fead0f-20260516-0243"
     )
-    name = dev_build_name(DEV, when, platform.build_suffix(two))
+    name = dev_build_name(DEV, when, platform.build.build_suffix(two))
     assert name == "dev-llvm-d7fead0f-gfx1201_gfx942-20260516-0243"
     assert IMAGE_REF.match(gromacs_ref(name))
-    assert platform.gpu_target(two) == TWO
+    assert platform.build.gpu_target(two) == TWO
     record = ImageRecord(tag=gromacs_ref(name), id="sha256:1", build=name, gpu_arch=TWO)
     again = ImageRecord.from_labels(record.tag, record.id, record.labels())
     assert again.labels()["gmxbench.gpu_arch"] == TWO
@@ -165,11 +173,13 @@ def test_tags_carry_the_targets_unless_they_are_the_default() -> None:
 
 def test_a_name_too_long_for_a_docker_tag_is_refused() -> None:
     many = ",".join(f"gfx{n}" for n in range(1100, 1115))
-    name = dev_build_name(DEV, None, RocmPlatform().build_suffix(rocm(many)))
+    name = dev_build_name(DEV, None, RocmPlatform().build.build_suffix(rocm(many)))
     assert len(name) > 128
     with pytest.raises(UsageError, match=r"more than the 128 a Docker tag allows.*fewer targets"):
         refuse_long_name(name, rocm(many))
-    refuse_long_name(dev_build_name(DEV, None, RocmPlatform().build_suffix(rocm(TWO))), rocm(TWO))
+    refuse_long_name(
+        dev_build_name(DEV, None, RocmPlatform().build.build_suffix(rocm(TWO))), rocm(TWO)
+    )
 
 
 # The host's GPU against the image's targets --------------------------------------------
@@ -206,7 +216,7 @@ def fake_host(root: Path, version: int) -> RocmPlatform:
 def test_the_host_target_is_read_from_the_kfd_topology(
     tmp_path: Path, version: int, target: str
 ) -> None:
-    assert detect_gpu_arch(fake_host(tmp_path, version).sys_root) == target
+    assert detect_gpu_arch(fake_host(tmp_path, version).run.sys_root) == target
     assert detect_gpu_arch(tmp_path / "elsewhere") is None
 
 
@@ -218,11 +228,11 @@ def two_target_image(engine: Any, tmp_path: Path) -> Iterator[str]:
                              results_dir=tmp_path / "results")  # fmt: skip
     uid = uuid.uuid4().hex[:8]
     compiler = DEV.model_copy(update={"name": f"llvm-{uid}"})
-    build = dev_build_name(compiler, None, RocmPlatform().build_suffix(settings))
+    build = dev_build_name(compiler, None, RocmPlatform().build.build_suffix(settings))
     base = engine_mod.build(engine, f"FROM scratch\nLABEL gmxbench.test=targets-{uid}\n",
                             what="targets test image")  # fmt: skip
     record = new_record(settings, "gromacs", gromacs_ref(build), base, f"targets-{uid}",
-                        build=build, gpu_arch=RocmPlatform().gpu_target(settings),
+                        build=build, gpu_arch=RocmPlatform().build.gpu_target(settings),
                         rocm_stack="debian")  # fmt: skip
     label_and_tag(engine, base, record, [record.tag], ignore)
     try:

@@ -23,7 +23,7 @@ from orchestrator.core.settings import GROMACS_2026_RELEASE, Settings
 from orchestrator.images.blocks import example_context
 from orchestrator.images.render import render, render_script, templates, uses_buildkit
 from orchestrator.images.toolchain_llvm import COMPONENTS, configure_line
-from orchestrator.platforms.rocm import STACKS, code_object_flag
+from orchestrator.platforms.rocm.stacks import STACKS, code_object_flag
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"

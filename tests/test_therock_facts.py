@@ -20,8 +20,8 @@ from orchestrator.core.settings import Settings
 from orchestrator.images import toolchain_llvm
 from orchestrator.images.builder import example_context
 from orchestrator.images.render import render, render_script
-from orchestrator.platforms import therock
-from orchestrator.platforms.rocm import STACKS, RocmPlatform
+from orchestrator.platforms.rocm import RocmPlatform, therock
+from orchestrator.platforms.rocm.stacks import STACKS
 
 FACTS_DIR = Path(__file__).parent / "data" / "therock-7.12"
 #: A path below /opt/rocm in a rendered file (a sentence's full stop is not part of it).
@@ -167,8 +167,8 @@ def test_no_path_of_the_amd_stack_relies_on_opt_rocm_links() -> None:
     used = [
         amd.llvm_bin_of_image(), amd.llvm_bin_of_image("7.12.0"), amd.device_libs(settings),
         amd.llvm_bin(settings), amd.stable_hip(settings), rendered("gfx1201"),
-        *RocmPlatform().codegen_probe("fingerprint", "/opt/gromacs", "amd", rocm_version="7.12"),
-        *RocmPlatform().kernel_compiler(settings, {}).flags,
+        *RocmPlatform().codegen.codegen_probe("fingerprint", "/opt/gromacs", "amd", release="7.12"),
+        *RocmPlatform().codegen.kernel_compiler(settings, {}).flags,
     ]  # fmt: skip
     context = toolchain_llvm.context(settings, builder_image="b:1", builder_id="sha256:" + "0" * 64)
     used += [render("toolchain-llvm", context), render_script("toolchain-llvm", context)]

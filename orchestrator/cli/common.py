@@ -12,6 +12,7 @@ from pydantic_core import to_jsonable_python
 from orchestrator.cli.console import Console
 from orchestrator.core.exits import EPILOG
 from orchestrator.core.settings import Settings
+from orchestrator.runs import executors
 
 Handler = Callable[[argparse.Namespace, Settings, Console], int]
 #: `parser.add_subparsers()`'s return value, to which each module adds its commands.
@@ -20,7 +21,7 @@ Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 def executor_option(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--executor", choices=["local", "slurm"], default=None,
+        "--executor", choices=executors.names(), default=None,
         help="where runs run: here, or as SLURM batch jobs (default: ORCH_EXECUTOR, else local)",
     )  # fmt: skip
 

@@ -27,7 +27,7 @@ from orchestrator.platforms.base import ProfilerOptions
 from orchestrator.results.report import kernel_run_text, top_functions_text
 from orchestrator.runs import runner, store
 from orchestrator.runs.clean import clean_runs
-from orchestrator.runs.executors import Job, executor_for
+from orchestrator.runs.executors import Job, LocalExecutor, executor_for
 from orchestrator.runs.recipe import find_recipes
 
 PROFILES = ("none", "trace", "counters", "systrace")
@@ -125,7 +125,7 @@ def run(args: argparse.Namespace, settings: Settings, console: Console) -> int:
         profiler=_profiler(args),
     )
     client = engine.connect()
-    if settings.executor != "local":
+    if settings.executor != LocalExecutor.name:
         return _run_as_job(client, settings, request, args.dry_run, console)
     plan = runner.plan_run(client, settings, request, allow_missing=args.dry_run)
     if args.dry_run:

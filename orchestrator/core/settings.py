@@ -22,6 +22,7 @@ from pydantic import (
     Field,
     SecretStr,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -43,8 +44,16 @@ from orchestrator.core.sources import RocmApt as RocmApt
 from orchestrator.core.sources import RocmTarball as RocmTarball
 from orchestrator.core.urls import without_userinfo
 
-#: The platforms `orchestrator.platforms` implements; "auto" picks the one present.
-PlatformName = Literal["auto", "rocm", "cpu"]
+#: The values a setting accepts where a registry above core holds them (`platform`:
+#: `orchestrator.platforms`, `executor`: `orchestrator.runs.executors`): each registry
+#: enters its names when imported, as every command does before it loads the settings.
+CHOICES: dict[str, tuple[str, ...]] = {}
+
+
+def register_choices(setting: str, choices: Sequence[str]) -> None:
+    """Make `setting` accept only `choices` (a registry's names), with pydantic's words."""
+    CHOICES[setting] = tuple(choices)
+
 
 #: GROMACS `GMX_SIMD` levels this tool knows how to check on the host.
 SIMD_LEVELS = (
@@ -158,9 +167,7 @@ class Settings(BaseSettings):
         extra="forbid",
     )
 
-    platform: PlatformName = Field(
-        "auto", description="rocm, cpu, or auto (rocm when /dev/kfd exists)"
-    )
+    platform: str = Field("auto", description="rocm, cpu, or auto (rocm when /dev/kfd exists)")
     base_image: str | None = Field(
         None, description="base image of the active platform (tag, optional @sha256: digest)"
     )
@@ -229,7 +236,7 @@ class Settings(BaseSettings):
         "Secret: may hold a password",
     )
     webhook_format: Literal["discord", "json"] = "discord"
-    executor: Literal["local", "slurm"] = Field(
+    executor: str = Field(
         "local", description="where runs run: here, or as SLURM batch jobs (ORCH_SLURM__*)"
     )
     slurm: SlurmSettings = Field(default_factory=SlurmSettings)
@@ -260,6 +267,15 @@ class Settings(BaseSettings):
     @classmethod
     def _expand_all(cls, value: list[Path]) -> list[Path]:
         return [path.expanduser() for path in value]
+
+    @field_validator("platform", "executor")
+    @classmethod
+    def _registered(cls, value: str, info: ValidationInfo) -> str:
+        known = CHOICES.get(info.field_name or "")
+        if known is not None and value not in known:
+            *first, last = map(repr, known)
+            raise ValueError(f"Input should be {', '.join(first) + ' or ' if first else ''}{last}")
+        return value
 
     @field_validator("simd")
     @classmethod

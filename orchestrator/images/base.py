@@ -205,7 +205,7 @@ def _packages(root: Path) -> dict[str, str]:
 
 def ensure_base(client: Client, settings: Settings, emit: Emit = ignore) -> Image:
     """The configured base image: present, pulled, or (the local default) made here."""
-    ref = active(settings).base_image(settings)
+    ref = active(settings).build.base_image(settings)
     image = engine.image(client, ref)
     if image is not None:
         return image

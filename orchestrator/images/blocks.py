@@ -43,6 +43,6 @@ def template_platform(template: str) -> str | None:
         return "cpu"  # Kernel Tuner's C backend; see kernels.ensure
     for platform in PLATFORMS:
         flavors = (gromacs.template(flavor, platform.name) for flavor in gromacs.FLAVORS)
-        if template in (*platform.builder_templates(), *flavors):
+        if template in (*platform.build.builder_templates(), *flavors):
             return platform.name
     return None

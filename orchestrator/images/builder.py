@@ -32,17 +32,17 @@ EXAMPLE_TAG = "-example"
 
 
 def template(settings: Settings) -> str:
-    return active(settings).builder_template(settings)
+    return active(settings).build.builder_template(settings)
 
 
 def context(settings: Settings) -> dict[str, Any]:
-    return active(settings).builder_context(settings)
+    return active(settings).build.builder_context(settings)
 
 
 def settings_for(name: str, settings: Settings) -> Settings | None:
     """`settings` on the platform (and stack) whose builder template is `name`."""
     for platform in PLATFORMS:
-        selects = platform.builder_templates().get(name)
+        selects = platform.build.builder_templates().get(name)
         if selects is not None:
             return on(settings, platform.name).model_copy(update=selects)
     return None
@@ -56,7 +56,7 @@ def example_context(name: str, settings: Settings) -> dict[str, Any]:
 
 
 def templates() -> list[str]:
-    return [name for platform in PLATFORMS for name in platform.builder_templates()]
+    return [name for platform in PLATFORMS for name in platform.build.builder_templates()]
 
 
 def example_tag(settings: Settings) -> str:
@@ -76,13 +76,17 @@ def ensure_builder(client: Client, settings: Settings, emit: Emit = ignore) -> R
     if existing is not None:
         keep_tag(client, existing, tag)
         return Ref(tag, existing.id)
-    emit(Message(f"building the {platform.name} builder base from {platform.base_image(settings)}"))
+    emit(
+        Message(
+            f"building the {platform.name} builder base from {platform.build.base_image(settings)}"
+        )
+    )
     image_id = engine.build(
         client, dockerfile, what=tag, buildkit=uses_buildkit(dockerfile),
         log=build_log_path(settings.results_dir, tag), emit=emit,
     )  # fmt: skip
     record = new_record(
         settings, "builder", tag, image_id, key, base_digest=base_digest(base),
-        **platform.record_values(settings),
+        **platform.build.record_values(settings),
     )  # fmt: skip
     return Ref(tag, label_and_tag(client, image_id, record, [tag], emit))

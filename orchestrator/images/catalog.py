@@ -129,7 +129,7 @@ def new_record(
     platform = active(settings)
     return ImageRecord(
         tag=tag, id=image_id, kind=kind, platform=platform.name,
-        base_image=platform.base_image(settings), inputs=key, created=now_iso(), **fields,
+        base_image=platform.build.base_image(settings), inputs=key, created=now_iso(), **fields,
     )  # fmt: skip
 
 

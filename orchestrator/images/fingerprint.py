@@ -37,8 +37,8 @@ def _prefix(record: ImageRecord) -> str:
 def fingerprint(client: Client, image_id: str, record: ImageRecord) -> Codegen:
     """Run the probe in `image_id` (an image with `record`'s labels); the fingerprint."""
     platform = get(record.platform or "cpu")
-    command = platform.codegen_probe(
-        "fingerprint", _prefix(record), record.rocm_stack, rocm_version=record.rocm_version
+    command = platform.codegen.codegen_probe(
+        "fingerprint", _prefix(record), record.rocm_stack, release=record.rocm_version
     )
     code, out = probe(client, image_id, command, timeout=PROBE_TIMEOUT, stderr=False)
     if code != 0:
@@ -61,7 +61,7 @@ def function_asm(
     """One function's normalised code in the image of `record` (for `codegen diff --asm`),
     for target `arch` where the image holds several."""
     platform = get(record.platform or "cpu")
-    command = platform.codegen_probe(
+    command = platform.codegen.codegen_probe(
         "asm", _prefix(record), record.rocm_stack, name, unit, arch, record.rocm_version
     )
     code, out = probe(client, record.id, command, timeout=PROBE_TIMEOUT, stderr=False)
@@ -82,7 +82,7 @@ def functions_asm(
     if len(names) == 1:
         return {names[0]: function_asm(client, record, names[0], unit, arch)}
     platform = get(record.platform or "cpu")
-    command = platform.codegen_probe(
+    command = platform.codegen.codegen_probe(
         "asm", _prefix(record), record.rocm_stack, names, unit, arch, record.rocm_version
     )
     code, out = probe(client, record.id, command, timeout=PROBE_TIMEOUT, stderr=False)

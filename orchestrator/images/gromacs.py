@@ -55,8 +55,8 @@ from orchestrator.platforms.base import (
     CompileCacheStats,
     Compiler,
     Flavor,
-    Platform,
 )
+from orchestrator.platforms.roles import Platform
 
 REPO = "gromacs"
 DEV_CURRENT = f"{REPO}:dev-current"
@@ -226,7 +226,7 @@ def context(
     """Template variables of `gromacs-<flavor>-<platform>`; also stored in the lockfile."""
     platform = active(settings)
     prefix = f"/opt/gromacs/{build_name}"
-    flags = platform.cmake_flags(settings, flavor, compiler, prefix)
+    flags = platform.build.cmake_flags(settings, flavor, compiler, prefix)
     return {
         "builder_image": builder_image,
         "compiler_image": compiler_image,
@@ -236,12 +236,12 @@ def context(
         "prefix": prefix,
         "cmake_flags": shell_words(flags),
         "raw_cmake_flags": flags,
-        "launchers": launchers(platform.languages, platform.tested_languages, compiler),
+        "launchers": launchers(platform.build.languages, platform.build.tested_languages, compiler),
         "compile_cache": compile_cache_id(platform.name, builder_id, source),
         "cc": compiler.cc,
         "cxx": compiler.cxx,
         "hip_compiler": compiler.hip or "",
-        **platform.gromacs_values(settings),
+        **platform.build.gromacs_values(settings),
     }
 
 
@@ -273,12 +273,12 @@ def example_context(name: str, settings: Settings) -> dict[str, Any]:
     settings = on(settings, name.removeprefix(f"gromacs-{flavor}-"))
     platform = active(settings)
     if flavor == "stable":
-        compiler = platform.stable_compiler(settings, example_probe)
-        build_name = platform.stable_build_name(settings, compiler)
+        compiler = platform.build.stable_compiler(settings, example_probe)
+        build_name = platform.build.stable_build_name(settings, compiler)
     else:
         compiler = _example_dev_compiler(platform)
-        build_name = dev_build_name(compiler, EXAMPLE_WHEN, platform.build_suffix(settings))
-    source = SourceSpec.from_setting(platform.gromacs_source(settings))
+        build_name = dev_build_name(compiler, EXAMPLE_WHEN, platform.build.build_suffix(settings))
+    source = SourceSpec.from_setting(platform.build.gromacs_source(settings))
     if source.scheme == "git":
         source.commit = EXAMPLE_COMMIT
     builder_image = builder.example_tag(settings)
@@ -295,7 +295,7 @@ def example_context(name: str, settings: Settings) -> dict[str, Any]:
 
 
 def _example_dev_compiler(platform: Platform) -> Compiler:
-    if platform.example_toolchain == "package":
+    if platform.build.example_toolchain == "package":
         return toolchain_package.package_compiler(toolchain_package.EXAMPLE_PACKAGE)[1]
     return toolchain_llvm.example_compiler()
 
@@ -319,13 +319,15 @@ def build_gromacs(
         compiler = toolchain.compiler_of(client, toolchain_tag)
         compiler_image = Ref(toolchain_tag, compiler.toolchain_id or "")
     else:
-        compiler = platform.stable_compiler(
+        compiler = platform.build.stable_compiler(
             settings, lambda command: probe(client, base.tag, command)
         )
         compiler_image = base
-    source = SourceSpec.from_setting(platform.gromacs_source(settings))
+    source = SourceSpec.from_setting(platform.build.gromacs_source(settings))
     name = template(flavor, platform.name)
-    planned = "dev-<stamp>" if flavor == "dev" else platform.stable_build_name(settings, compiler)
+    planned = (
+        "dev-<stamp>" if flavor == "dev" else platform.build.stable_build_name(settings, compiler)
+    )
 
     def context_for(build_name: str) -> dict[str, Any]:
         return context(
@@ -349,14 +351,14 @@ def build_gromacs(
             engine.tag(client, existing.id, DEV_CURRENT)
         return record
 
-    suffix = platform.build_suffix(settings)
+    suffix = platform.build.build_suffix(settings)
     build_name = planned if flavor == "stable" else dev_build_name(compiler, suffix=suffix)
     refuse_long_name(build_name, settings)
     tag = gromacs_ref(build_name)
     refuse_overwrite(client, tag, key)
     ctx = context_for(build_name)
     dockerfile = render(name, ctx)
-    emit(Message(f"building {tag} with {platform.compiler_under_test(compiler)}"))
+    emit(Message(f"building {tag} with {platform.build.compiler_under_test(compiler)}"))
     started = time.monotonic()
     image_id = engine.build(
         client, dockerfile, what=tag, files=source.context_files(),
@@ -381,7 +383,7 @@ def build_gromacs(
         gromacs_ref=source.ref,
         gromacs_commit=source.revision,
         gmx_version=facts.version_info.get("GROMACS version"),
-        compiler=platform.recorded_compiler(facts, compiler),
+        compiler=platform.build.recorded_compiler(facts, compiler),
         compiler_version=facts.compiler_version,
         toolchain=compiler.toolchain_image,
         llvm_commit=compiler.llvm_commit,
@@ -390,9 +392,9 @@ def build_gromacs(
         imported_at=compiler.imported_at,
         llvm_commit_from=compiler.llvm_commit_from,
         cmake_flags=ctx["raw_cmake_flags"],
-        gpu_arch=platform.gpu_target(settings),
+        gpu_arch=platform.build.gpu_target(settings),
         simd=settings.simd,
-        **platform.record_values(settings),
+        **platform.build.record_values(settings),
     )  # fmt: skip
     codegen = _fingerprint(client, image_id, record, emit)
     tags = [tag, DEV_CURRENT] if flavor == "dev" else [tag]
@@ -516,7 +518,7 @@ def check_build(
 ) -> BuildFacts:
     """The build's facts when it is what was asked; else remove it and raise (nothing tagged)."""
     platform = active(settings)
-    tool = platform.compiler_under_test(compiler)
+    tool = platform.build.compiler_under_test(compiler)
     script = VERIFY_SCRIPT.format(compiler=tool, prefix=prefix)
     _, out = probe(client, image_id, ["sh", "-c", script])
     facts = parse_facts(out)
@@ -529,12 +531,16 @@ def check_build(
             ("Precision", lambda v: v.startswith("mixed"), "mixed (GMX_DOUBLE=OFF)"),
             ("SIMD instructions", lambda v: v == settings.simd, settings.simd),
             ("OpenMP support", lambda v: v.startswith("enabled"), "enabled"),
-            ("GPU support", lambda v: v.startswith(platform.gpu_support), platform.gpu_support),
+            (
+                "GPU support",
+                lambda v: v.startswith(platform.build.gpu_support),
+                platform.build.gpu_support,
+            ),
         ]
         for name, ok, wanted in checks:
             if not ok(info.get(name, "")):
                 problems.append(f"{name} is {info.get(name, 'missing')!r}, asked for {wanted}")
-        problems += platform.compiler_problems(facts, compiler)
+        problems += platform.build.compiler_problems(facts, compiler)
     if problems:
         hint = ""
         if any(p.startswith("OpenMP") for p in problems) and "clang" in tool:

@@ -3,7 +3,7 @@
 A kernel recipe (`runs.kernel_recipe`) runs in an image built FROM the image of the
 build it measures: a GROMACS image (stable or dev) or a toolchain image, since a kernel
 needs the compiler, not GROMACS. The build's compiler under test compiles the program
-with the flags its GROMACS build used (`Platform.kernel_compiler`); `tune` instead gets
+with the flags its GROMACS build used (`CodegenRole.kernel_compiler`); `tune` instead gets
 Kernel Tuner, whose C backend calls that compiler for every configuration at run time.
 Like every image here it is keyed by its inputs (rendered Dockerfile, parent id, the
 files it copies): a second run of the same build finds it in seconds. A recipe with its
@@ -95,7 +95,7 @@ def kernel_compiler(settings: Settings, labels: dict[str, str]) -> KernelCompile
     """The platform's answer for an image with these (prefixed) labels."""
     platform = get(labels.get(label("platform")) or active(settings).name)
     prefix = label("")
-    return platform.kernel_compiler(
+    return platform.codegen.kernel_compiler(
         settings, {k.removeprefix(prefix): v for k, v in labels.items() if k.startswith(prefix)}
     )
 
@@ -120,13 +120,13 @@ def context(
 def example_context(name: str, settings: Settings) -> dict[str, Any]:
     """The context of a real build of the stable image's kernels (no engine asked)."""
     platform = active(settings)
-    compiler = platform.stable_compiler(settings, example_probe)
-    build = platform.stable_build_name(settings, compiler)
+    compiler = platform.build.stable_compiler(settings, example_probe)
+    build = platform.build.stable_build_name(settings, compiler)
     labels = {
         label("platform"): platform.name,
         label("simd"): settings.simd,
         label("rocm_stack"): settings.rocm_stack,
-        label("compiler"): platform.compiler_under_test(compiler),
+        label("compiler"): platform.build.compiler_under_test(compiler),
     }
     if name == USER_TEMPLATE:
         kernel = kernel_compiler(settings, labels)

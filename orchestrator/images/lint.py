@@ -54,7 +54,7 @@ def variants(settings: Settings) -> list[tuple[str, str, Settings]]:
     for template in templates():
         fixed = template_platform(template)
         for platform in (fixed,) if fixed else names():
-            stacks = get(platform).builder_templates()
+            stacks = get(platform).build.builder_templates()
             if template in stacks:  # a builder template belongs to one stack
                 stacks = {template: stacks[template]}
             for update in stacks.values():

@@ -63,7 +63,7 @@ def ensure_toolchain_import(
 ) -> str:
     """Import (or reuse) the LLVM at `path` as a toolchain image; returns its tag."""
     root = validate(path)
-    smoke = active(settings).device_smoke(settings)
+    smoke = active(settings).build.device_smoke(settings)
     tree = collect(root, device=bool(smoke))
     digest = content_sha256(tree.files)
     for shown in dict.fromkeys(tree.left_out):

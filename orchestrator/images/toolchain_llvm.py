@@ -73,7 +73,7 @@ def context(
     """Variables of the `toolchain-llvm` image and script: nothing per commit, so every
     commit shares one environment image and one workspace volume."""
     platform = active(settings)
-    smoke = platform.device_smoke(settings)
+    smoke = platform.build.device_smoke(settings)
     return {
         "builder_image": builder_image,
         "builder_id": builder_id,
@@ -316,7 +316,7 @@ def _build(
 
 
 def _device_libs_message(settings: Settings, commit: ResolvedCommit, exc: Exception) -> str:
-    smoke = active(settings).device_smoke(settings)
+    smoke = active(settings).build.device_smoke(settings)
     detail = str(exc)
     why = (
         "the device libraries were written by a newer LLVM than this clang (bitcode only "

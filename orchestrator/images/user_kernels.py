@@ -40,7 +40,7 @@ from orchestrator.images.provenance import ImageRecord, build_log_path, label
 from orchestrator.images.render import render
 from orchestrator.parsers.codegen import Codegen, parse_probe_output, probe_argv
 from orchestrator.platforms.base import KernelCompiler
-from orchestrator.platforms.rocm import STACKS
+from orchestrator.platforms.rocm.stacks import STACKS
 
 TEMPLATE = "kernel-user"
 #: The harness header and the header whose batch timing it reuses (`runs/kernels/`).

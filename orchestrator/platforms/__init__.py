@@ -1,20 +1,25 @@
-"""Platforms: one module per platform (`cpu`, `rocm`), all behind `base.Platform`.
+"""Platforms: one folder per platform (`cpu/`, `rocm/`), each a `roles.Platform`, and
+this registry of them.
 
 Only this package knows what differs between platforms; everything else asks the
 platform an image was built for (`get(record.platform)`) or the one this host has
-(`active(settings)`).
+(`active(settings)`). A platform's name is said once, in its folder; the `platform`
+setting is checked against `names()` (`core.settings.register_choices`).
 """
 
 from __future__ import annotations
 
 from orchestrator.core.errors import UsageError
-from orchestrator.core.settings import Settings
-from orchestrator.platforms.base import Platform
+from orchestrator.core.settings import Settings, register_choices
 from orchestrator.platforms.cpu import CpuPlatform
 from orchestrator.platforms.rocm import RocmPlatform
+from orchestrator.platforms.roles import Platform
 
 #: Every platform, in the order `auto` tries them: the first one present wins.
-PLATFORMS: tuple[Platform, ...] = (RocmPlatform(), CpuPlatform())
+PLATFORMS: tuple[Platform, ...] = (
+    RocmPlatform(),
+    CpuPlatform(),
+)
 
 
 def get(name: str) -> Platform:
@@ -29,13 +34,13 @@ def active(settings: Settings) -> Platform:
     """The configured platform, or with `auto` the first one this host has."""
     if settings.platform != "auto":
         return get(settings.platform)
-    return next(p for p in PLATFORMS if p.present())
+    return next(p for p in PLATFORMS if p.run.present())
 
 
 def host_cpu() -> Platform:
     """The platform a GPU build runs as when it runs on the host CPU only (`--cpu-only`):
     no devices, no GPU profiler, md.log's cycle accounting as the breakdown."""
-    return next(p for p in PLATFORMS if not p.has_devices)
+    return next(p for p in PLATFORMS if not p.run.has_devices)
 
 
 def names() -> list[str]:
@@ -47,3 +52,6 @@ def on(settings: Settings, platform: str) -> Settings:
     if active(settings).name == platform:
         return settings
     return settings.model_copy(update={"platform": platform, "base_image": None})
+
+
+register_choices("platform", ["auto", *names()])

@@ -114,7 +114,7 @@ def from_runs(
         traced = "md.log" not in breakdown.source
         if gpu and traced and not result.cpu_only:
             return {family(k.name, k.category) for k in breakdown.kernels}, path.name
-        on_host = result.cpu_only or platform(result.platform).gpu_support == "disabled"
+        on_host = result.cpu_only or platform(result.platform).build.gpu_support == "disabled"
         if not gpu and not traced and on_host:
             rows = {k.name.strip().lower() for k in breakdown.kernels if k.calls}
             found = {k.category for k in breakdown.kernels if k.calls} & JUDGED

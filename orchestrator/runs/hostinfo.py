@@ -24,7 +24,7 @@ from types import TracebackType
 
 from pydantic import BaseModel, Field
 
-from orchestrator.platforms.base import Platform
+from orchestrator.platforms.roles import Platform
 
 
 class HostInfo(BaseModel):
@@ -69,7 +69,7 @@ def collect(platform: Platform, sys_root: Path = Path("/")) -> HostInfo:
             f"CPU governor is {info.cpu_governor!r}, not 'performance': run "
             f"`sudo cpupower frequency-set -g performance` before benchmarking"
         )
-    devices = platform.devices(sys_root)
+    devices = platform.run.devices(sys_root)
     info.gpu_model, info.gpu_driver = devices.gpu_model, devices.gpu_driver
     info.gpu_perf_level, info.gpu_target = devices.gpu_perf_level, devices.gpu_target
     info.warnings += devices.warnings

@@ -32,7 +32,8 @@ from orchestrator.images.gromacs import gromacs_ref
 from orchestrator.images.provenance import container_labels, label
 from orchestrator.parsers.mdlog import MdLog, parse_mdlog
 from orchestrator.platforms import active, get, host_cpu
-from orchestrator.platforms.base import Platform, ProfileMode, ProfilerOptions
+from orchestrator.platforms.base import ProfileMode, ProfilerOptions
+from orchestrator.platforms.roles import Platform
 from orchestrator.runs import database, kernel_runs, store
 from orchestrator.runs.hostinfo import HostInfo, NoiseSampler
 from orchestrator.runs.hostinfo import collect as collect_host
@@ -192,9 +193,9 @@ def plan_run(
         f"date +%s.%N > {store.TIMES_FILE}\n"
         + system.setup_script(f"{store.CONTAINER_DIR}/{store.INPUTS_DIR}", steps)
         + f"date +%s.%N >> {store.TIMES_FILE}\n"
-        + platform.launch(mdrun, req.profile, store.CONTAINER_DIR, profiler)
+        + platform.profiler.launch(mdrun, req.profile, store.CONTAINER_DIR, profiler)
     )
-    options = platform.container_options(req.device, req.profile, engine.kind(client))
+    options = platform.run.container_options(req.device, req.profile, engine.kind(client))
     options.confined(engine.container_user(engine.kind(client)), settings.run_pids_limit)
     container: dict[str, Any] = {
         "image": image.id if image is not None else ref,
@@ -207,9 +208,9 @@ def plan_run(
         "network_disabled": True,
         **options.engine_kwargs(),
     }
-    problems = platform.preflight(
+    problems = platform.run.preflight(
         labels.get(label("simd")), labels.get(label("gpu_arch")), options,
-        profile=req.profile, stack=labels.get(label("rocm_stack")), image=ref,
+        profile=req.profile, variant=labels.get(label("rocm_stack")), image=ref,
     )  # fmt: skip
     if image is None:
         problems.insert(0, missing)
@@ -249,7 +250,7 @@ def _plan_kernel(
     run_dir = RunStore(settings.results_dir).path(store.run_id(image.build, system.name, tag))
     argv, redirect = kernel_runs.command(system, image, store.CONTAINER_DIR)
     script = kernel_runs.script(argv, redirect, store.TIMES_FILE, store.CONTAINER_DIR)
-    options = platform.container_options(req.device, engine=engine.kind(client))
+    options = platform.run.container_options(req.device, engine=engine.kind(client))
     options.confined(engine.container_user(engine.kind(client)), settings.run_pids_limit)
     container: dict[str, Any] = {
         "image": image.id,
@@ -263,7 +264,7 @@ def _plan_kernel(
         **options.engine_kwargs(),
     }
     # the GPU targets its program was compiled for, where its labels name them
-    problems = platform.preflight(
+    problems = platform.run.preflight(
         None, image.labels.get(label("gpu_arch")), options, image=image.tag
     )
     return Plan(req, system, image.tag, image.id, image.labels, image.build, platform, run_dir,
@@ -386,7 +387,7 @@ def _fill(result: RunResult, plan: Plan, run_dir: Path) -> None:
         kernel_runs.fill(result, plan.system, run_dir)
     elif (md := _fill_from_log(result, run_dir)) is not None and result.finished:
         _write_breakdown(result, plan, run_dir, md)
-        result.profile = plan.platform.profile_outcome(run_dir, plan.request.profile)
+        result.profile = plan.platform.profiler.profile_outcome(run_dir, plan.request.profile)
         if result.profile is not None:
             RunStore.save_profile(run_dir, result.profile)
 
@@ -412,7 +413,7 @@ def _new_record(plan: Plan, run: str, host: HostInfo) -> RunResult:
         mdrun_args=plan.request.mdrun_args,
         steps=plan.steps,
         ntomp=plan.ntomp,
-        device=plan.request.device if plan.platform.has_devices else None,
+        device=plan.request.device if plan.platform.run.has_devices else None,
         owner=OWNER,
         batch_job=os.environ.get("SLURM_JOB_ID"),
     )
@@ -454,7 +455,7 @@ def _fill_from_log(result: RunResult, run_dir: Path) -> MdLog | None:
 def _write_breakdown(result: RunResult, plan: Plan, run_dir: Path, md: MdLog) -> None:
     """kernel_result.json from wherever this platform's breakdown comes from."""
     try:
-        breakdown = plan.platform.breakdown(md, run_dir, plan.request.profile)
+        breakdown = plan.platform.profiler.breakdown(md, run_dir, plan.request.profile)
     except UserError as exc:
         result.finished, result.failure = False, f"no kernel breakdown: {exc.message}"
         result.ns_per_day = result.hour_per_ns = None

@@ -472,7 +472,7 @@ def inspect(path: Path) -> dict[str, Any]:
         )
     log = log_file(path)
     if log is not None:
-        profiled = (p.profile_breakdown(path) for p in PLATFORMS)
+        profiled = (p.profiler.profile_breakdown(path) for p in PLATFORMS)
         gpu = next((b for b in profiled if b is not None), None)
         return {
             "kind": "run",

@@ -26,7 +26,8 @@ from orchestrator.images.gromacs import DEV_CURRENT
 from orchestrator.images.provenance import ImageRecord, Lockfile, load_lockfile
 from orchestrator.images.toolchain_llvm import llvm_tag, resolve_llvm
 from orchestrator.platforms import active
-from orchestrator.platforms.base import Platform, ProfileMode
+from orchestrator.platforms.base import ProfileMode
+from orchestrator.platforms.roles import Platform
 from orchestrator.results.paired import MIN_PAIRS, repeat_plan
 from orchestrator.runs.recipe import load_system
 from orchestrator.runs.runner import check_limits

@@ -33,7 +33,8 @@ from dataclasses import dataclass, replace
 
 from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.settings import Settings
-from orchestrator.platforms.base import Platform, ProfileMode
+from orchestrator.platforms.base import ProfileMode
+from orchestrator.platforms.roles import Platform
 from orchestrator.results.paired import RepeatPlan
 from orchestrator.results.sequential import AUTO_EARLY
 from orchestrator.runs.kernel_recipe import ResolvedKernel
@@ -145,9 +146,9 @@ def traced(
 ) -> bool:  # fmt: skip
     """Whether the runs give per-kernel statistics from the kernel trace: a GROMACS system
     on a GPU, traced (`--profile`, else the platform's default for the image's stack)."""
-    if cpu_only or isinstance(system, ResolvedKernel) or not platform.has_devices:
+    if cpu_only or isinstance(system, ResolvedKernel) or not platform.run.has_devices:
         return False
-    return (profile or platform.default_profile(stack)) == "trace"
+    return (profile or platform.profiler.default_profile(stack)) == "trace"
 
 
 @dataclass(frozen=True)

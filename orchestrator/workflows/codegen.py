@@ -23,7 +23,7 @@ from orchestrator.images.gromacs import gromacs_ref, record_of
 from orchestrator.images.provenance import ImageRecord
 from orchestrator.images.user_kernels import UserProgram
 from orchestrator.parsers.codegen import Codegen, KernelCode, load_codegen
-from orchestrator.platforms.rocm import detect_gpu_arch
+from orchestrator.platforms.rocm.targets import detect_gpu_arch
 from orchestrator.results.codegen_diff import CodegenDiff, Format, asm_diff, render, target_view
 from orchestrator.results.codegen_targets import (
     TargetsDiff,

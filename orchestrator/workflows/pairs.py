@@ -156,9 +156,10 @@ def _request(
     image: ImageRecord, system: str, tag: str, req: BenchRequest, kernel: bool
 ) -> runner.RunRequest:  # fmt: skip
     """A kernel benchmark runs a toolchain image (by tag); mdrun a GROMACS build."""
+    platform = get(image.platform or "cpu")
     return runner.RunRequest(
         build=image.tag if kernel else image.build or "", system=system, tag=tag,
-        profile=req.profile or get(image.platform or "cpu").default_profile(image.rocm_stack),
+        profile=req.profile or platform.profiler.default_profile(image.rocm_stack),
         mdrun_args=req.mdrun_args, steps=req.steps, llvm_commit=image.llvm_commit,
         cpu_only=req.cpu_only,
     )  # fmt: skip

@@ -1,22 +1,41 @@
-"""Executors: where runs run (`local`, `slurm`), all behind `base.Executor`.
+"""Executors: where runs run (`local`, `slurm`), all behind `base.Executor`, and this
+registry of them.
 
-The platforms package's shape: an interface, one module per executor, and the choice
-the settings make (`ORCH_EXECUTOR`, or a command's `--executor`).
+The platforms package's shape: an interface, one module per executor, one entry here,
+and the choice the settings make (`ORCH_EXECUTOR`, or a command's `--executor`, both
+checked against `names()`).
 """
 
 from __future__ import annotations
 
-from orchestrator.core.settings import Settings
+from orchestrator.core.errors import UsageError
+from orchestrator.core.settings import Settings, register_choices
 from orchestrator.engine import Client
 from orchestrator.runs.executors.base import Chain, Executor, Job
 from orchestrator.runs.executors.local import LocalExecutor
 from orchestrator.runs.executors.slurm import SlurmExecutor
 
-__all__ = ["Chain", "Executor", "Job", "LocalExecutor", "SlurmExecutor", "executor_for"]
+__all__ = [
+    "EXECUTORS", "Chain", "Executor", "Job", "LocalExecutor", "SlurmExecutor", "executor_for",
+    "names",
+]  # fmt: skip
+
+#: Every executor by its name, the default (`local`) first.
+EXECUTORS: dict[str, type[Executor]] = {
+    executor.name: executor for executor in (LocalExecutor, SlurmExecutor)
+}
+
+
+def names() -> list[str]:
+    return list(EXECUTORS)
 
 
 def executor_for(client: Client, settings: Settings) -> Executor:
     """The executor the settings name."""
-    if settings.executor == "slurm":
-        return SlurmExecutor(client, settings)
-    return LocalExecutor(client, settings)
+    if settings.executor not in EXECUTORS:
+        known = ", ".join(EXECUTORS)
+        raise UsageError(f"Unknown executor {settings.executor!r}; this tool knows {known}.")
+    return EXECUTORS[settings.executor](client, settings)
+
+
+register_choices("executor", names())

@@ -1,6 +1,8 @@
-"""AMD's profilers beyond the kernel trace, as a ROCm run drives them.
+"""AMD's profilers, as a ROCm run drives them: the kernel trace (rocprofv3, the
+default where the image's stack ships it), hardware counters and system traces.
 
-`counters` (rocprof-compute): the run's timing comes from mdrun as it is; then
+`trace`: mdrun under `rocprofv3 --kernel-trace`, whose rocpd output is the per-category
+breakdown. `counters` (rocprof-compute): the run's timing comes from mdrun as it is; then
 rocprof-compute replays mdrun once per counter group in a folder of its own and its
 `analyze` writes CSVs beside the workload. A GPU the tool does not support (gfx1201 in
 released versions) makes it decline: the run records its words as `skipped` and the
@@ -15,10 +17,17 @@ import shlex
 from pathlib import Path
 
 from orchestrator.core.errors import UserError
+from orchestrator.parsers.breakdown import KernelBreakdown
+from orchestrator.parsers.mdlog import MdLog
+from orchestrator.parsers.rocprof import find_rocprof_files, parse_rocprof
 from orchestrator.parsers.rocprof_compute import find_workload, parse_workload, unsupported_arch
 from orchestrator.parsers.rocprof_sys import parse_output, perfetto_hint
-from orchestrator.platforms.base import ProfileOutcome, ProfilerOptions
+from orchestrator.platforms.base import ProfileMode, ProfileOutcome, ProfilerOptions
+from orchestrator.platforms.rocm.stacks import of_image
+from orchestrator.platforms.roles import ProfilerRole
 
+#: Where the kernel trace goes, inside the run directory.
+TRACE_DIR = "rocprof"
 COUNTERS_DIR, SYSTRACE_DIR = "rocprof-compute", "rocprof-sys"
 #: Below COUNTERS_DIR: the profiled replay's own mdrun files, the workload, the analysis.
 APP, WORKLOAD, ANALYSIS = "app", "workload", "analyze"
@@ -154,3 +163,44 @@ def systrace_problems(paranoid: Path = PARANOID) -> list[str]:
 def _rel(out: Path, path: Path) -> str:
     """A path relative to the run directory (the parent of the profiler's folder)."""
     return str(path.relative_to(out.parent))
+
+
+class RocmProfiler(ProfilerRole):
+    """rocprofv3, rocprof-compute and rocprof-sys of the image's ROCm ($ROCM_PATH/bin)."""
+
+    def default_profile(self, variant: str | None) -> ProfileMode:
+        """The kernel trace, where the image's stack ships rocprofv3."""
+        return "trace" if of_image(variant).has_profilers else "none"
+
+    def launch(
+        self, mdrun: list[str], profile: ProfileMode, workdir: str,
+        options: ProfilerOptions | None = None,
+    ) -> str:  # fmt: skip
+        """mdrun, or mdrun under a profiler of the image's ROCm ($ROCM_PATH/bin)."""
+        options = options or ProfilerOptions()
+        if profile == "trace":  # rocpd: upstream's default and maintained format since 7.0
+            trace = ["--kernel-trace", "--output-format", "rocpd",
+                     "-d", f"{workdir}/{TRACE_DIR}", "--", *mdrun]  # fmt: skip
+            return f'exec {ROCM_BIN}/rocprofv3" {shlex.join(trace)}\n'
+        if profile == "counters":
+            return counters_script(mdrun, workdir, options.counters_args)
+        if profile == "systrace":
+            return systrace_script(mdrun, workdir, options)
+        return "exec " + shlex.join(mdrun) + "\n"
+
+    def profile_outcome(self, run_dir: Path, profile: ProfileMode) -> ProfileOutcome | None:
+        if profile == "counters":
+            return counters_outcome(run_dir / COUNTERS_DIR)
+        if profile == "systrace":
+            return systrace_outcome(run_dir / SYSTRACE_DIR)
+        return None
+
+    def breakdown(self, md: MdLog, run_dir: Path, profile: ProfileMode) -> KernelBreakdown | None:
+        """GPU kernels are only known from a trace."""
+        return parse_rocprof(run_dir / TRACE_DIR) if profile == "trace" else None
+
+    def profile_breakdown(self, run_dir: Path) -> KernelBreakdown | None:
+        traces = run_dir / TRACE_DIR
+        if traces.is_dir() and find_rocprof_files(traces):
+            return parse_rocprof(traces)
+        return None

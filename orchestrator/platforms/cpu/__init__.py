@@ -1,7 +1,8 @@
 """The CPU platform: GROMACS without GPU; md.log's cycle accounting is the breakdown.
 
 It is a product feature (x86 backend work, CPU-only sites) and the path on which
-whole runs happen on a machine without a GPU.
+whole runs happen on a machine without a GPU. Its roles are small enough to share one
+module: no devices, no profiler, the C++ compiler the one under test.
 """
 
 from __future__ import annotations
@@ -21,11 +22,11 @@ from orchestrator.platforms.base import (
     Compiler,
     Flavor,
     KernelCompiler,
-    Platform,
     Probe,
     ProfileMode,
     common_cmake_flags,
 )
+from orchestrator.platforms.roles import BuildRole, CodegenRole, Platform, ProfilerRole, RunRole
 
 #: The compiler flags of each GMX_SIMD level, as GROMACS's own CMake adds them.
 SIMD_FLAGS: dict[str, list[str]] = {
@@ -40,18 +41,17 @@ SIMD_FLAGS: dict[str, list[str]] = {
 }
 
 
-class CpuPlatform(Platform):
-    """No devices, no profiler; the compiler under test is the C++ compiler."""
+class CpuBuild(BuildRole):
+    """GROMACS without GPU; the compiler under test is the C++ compiler."""
 
-    name = "cpu"
     default_base = f"{DEBOOTSTRAP_REPO}:bookworm"
     #: Debian's source package: `apt-get source gromacs` yields the upstream tarball.
     default_gromacs: ClassVar[GromacsSource] = GromacsSource(url="deb-src:gromacs", ref="2022.5")
     gpu_support = "disabled"
     example_toolchain = "package"
 
-    def present(self) -> bool:
-        return True
+    def builder_templates(self) -> dict[str, dict[str, Any]]:
+        return {"cpu-base": {}}
 
     def builder_context(self, settings: Settings) -> dict[str, Any]:
         return {"base_image": self.base_image(settings)}
@@ -87,6 +87,33 @@ class CpuPlatform(Platform):
             "-DGMX_INSTALL_NBLIB_API=OFF",
         ]
 
+    def compiler_problems(self, facts: BuildFacts, compiler: Compiler) -> list[str]:
+        if facts.reported_compiler != facts.compiler_path:
+            reported = facts.version_info.get("C++ compiler")
+            return [f"C++ compiler is {reported!r}, asked for {compiler.cxx}"]
+        return []
+
+    def recorded_compiler(self, facts: BuildFacts, compiler: Compiler) -> str:
+        return facts.compiler_path or compiler.cxx
+
+
+class CpuRun(RunRole):
+    """No devices: every host has a CPU."""
+
+    def present(self) -> bool:
+        return True
+
+
+class CpuProfiler(ProfilerRole):
+    """No profiler: md.log's cycle accounting is the breakdown."""
+
+    def breakdown(self, md: MdLog, run_dir: Path, profile: ProfileMode) -> KernelBreakdown | None:
+        return cycle_breakdown(md)
+
+
+class CpuCodegen(CodegenRole):
+    """libgromacs.so read by binutils; kernels compiled by the build's C++ compiler."""
+
     def kernel_compiler(self, settings: Settings, labels: Mapping[str, str]) -> KernelCompiler:
         """The build's C++ compiler with `-O3`, OpenMP and its GMX_SIMD level's flags."""
         simd = labels.get("simd") or settings.simd
@@ -99,19 +126,10 @@ class CpuPlatform(Platform):
             vector_widths=[4, 8] if simd in ("AVX_256", "AVX2_256", "AVX_512") else [4],
         )
 
-    def compiler_problems(self, facts: BuildFacts, compiler: Compiler) -> list[str]:
-        if facts.reported_compiler != facts.compiler_path:
-            reported = facts.version_info.get("C++ compiler")
-            return [f"C++ compiler is {reported!r}, asked for {compiler.cxx}"]
-        return []
-
-    def recorded_compiler(self, facts: BuildFacts, compiler: Compiler) -> str:
-        return facts.compiler_path or compiler.cxx
-
     def codegen_probe(
-        self, mode: Literal["fingerprint", "asm"], prefix: str, stack: str | None,
+        self, mode: Literal["fingerprint", "asm"], prefix: str, variant: str | None,
         name: str | Sequence[str] | None = None, unit: str | None = None,
-        arch: str | None = None, rocm_version: str | None = None,
+        arch: str | None = None, release: str | None = None,
     ) -> list[str]:  # fmt: skip
         """GROMACS' hot functions in libgromacs.so, disassembled by binutils."""
         library = f"{prefix}/lib/libgromacs.so"
@@ -119,5 +137,14 @@ class CpuPlatform(Platform):
             return probe_argv("asm", library, objdump="objdump", nm="nm", name=name)
         return probe_argv("cpu", library, objdump="objdump", nm="nm", cxxfilt="c++filt")
 
-    def breakdown(self, md: MdLog, run_dir: Path, profile: ProfileMode) -> KernelBreakdown | None:
-        return cycle_breakdown(md)
+
+class CpuPlatform(Platform):
+    """The CPU platform with its roles."""
+
+    build: CpuBuild
+    run: CpuRun
+    profiler: CpuProfiler
+    codegen: CpuCodegen
+
+    def __init__(self) -> None:
+        super().__init__("cpu", CpuBuild(), CpuRun(), CpuProfiler(), CpuCodegen())

@@ -1,0 +1,57 @@
+"""How the code of a ROCm image is read (the GPU code objects its build kept, by the
+stack's own LLVM tools) and how kernel benchmarks compile in one (its HIP compiler,
+driven as its GROMACS build drove it)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+from orchestrator.core.settings import Settings, split_targets
+from orchestrator.parsers.codegen import probe_argv
+from orchestrator.platforms.base import KernelCompiler
+from orchestrator.platforms.rocm.stacks import STACKS, of_image, stack
+from orchestrator.platforms.rocm.targets import gpu_archs, offload_flags
+from orchestrator.platforms.roles import CodegenRole
+
+#: Where a GROMACS build keeps each HIP object's GPU code objects (`_gromacs-build.j2`).
+CODEOBJECTS = "/opt/gmxbench/codeobjects"
+
+
+class RocmCodegen(CodegenRole):
+    """The GPU code objects, by llvm-objdump; kernels by the build's HIP compiler."""
+
+    def codegen_probe(
+        self, mode: Literal["fingerprint", "asm"], prefix: str, variant: str | None,
+        name: str | Sequence[str] | None = None, unit: str | None = None,
+        arch: str | None = None, release: str | None = None,
+    ) -> list[str]:  # fmt: skip
+        """The GPU code objects the build kept, read by the stack's own LLVM tools."""
+        tools = of_image(variant).llvm_bin_of_image(release)
+        if mode == "asm":
+            return probe_argv("asm", CODEOBJECTS, objdump=f"{tools}/llvm-objdump", name=name,
+                              unit=unit, arch=arch)  # fmt: skip
+        return probe_argv(
+            "gpu", CODEOBJECTS, objdump=f"{tools}/llvm-objdump",
+            readelf=f"{tools}/llvm-readelf", cxxfilt=f"{tools}/llvm-cxxfilt",
+        )  # fmt: skip
+
+    def kernel_compiler(self, settings: Settings, labels: Mapping[str, str]) -> KernelCompiler:
+        """The build's HIP compiler, driven as its GROMACS build drove it, for each of its
+        GPU targets (the image's `gpu_arch` label: `gfx1201,gfx942`)."""
+        used = STACKS.get(labels.get("rocm_stack") or "", stack(settings))
+        targets = split_targets(labels.get("gpu_arch")) or gpu_archs(settings)
+        return KernelCompiler(
+            api="hip",
+            compiler=labels.get("compiler") or used.stable_hip(settings),
+            flags=[
+                "-x",
+                "hip",
+                f"--rocm-path={used.rocm_path(settings)}",
+                *offload_flags(targets),
+                f"--rocm-device-lib-path={used.device_libs(settings)}",
+                "-O3",
+            ],
+            libs=list(used.kernel_libs),
+            source="bandwidth_gpu.cu",
+        )
