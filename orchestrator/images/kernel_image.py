@@ -12,8 +12,8 @@ from pathlib import Path
 from orchestrator.platforms.base import KernelCompiler
 
 REPO = "gmxbench-kernels"
-#: The programs and headers the kernel images copy (`orchestrator/runs/kernels/`).
-SOURCES = files("orchestrator.runs") / "kernels"
+#: The programs and headers the kernel images copy (`orchestrator/payloads/kernels/`).
+SOURCES = files("orchestrator.payloads") / "kernels"
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,7 @@ from orchestrator.platforms.base import Compiler, KernelCompiler
 
 REQUIREMENTS = "tune-requirements.txt"
 PROGRAMS = ("bandwidth", "tune")
-#: The files each program's image copies from `runs/kernels/` (bandwidth: the platform's
+#: The files each program's image copies from `payloads/kernels/` (bandwidth: the platform's
 #: source and the header both sources share).
 BANDWIDTH_HEADER = "bandwidth_common.h"
 TUNE_SOURCES = ("tune.py", "tune_cpu.c", "tune_gpu.cu")
@@ -284,7 +284,8 @@ def fetch_wheels(folder: Path, python: str, emit: Emit = ignore) -> list[Path]:
         raise UserError(
             f"Could not download Kernel Tuner's wheels for Python {python} from PyPI into "
             f"{folder}: {' '.join(detail)[:400]}. The host needs PyPI (containers never do); "
-            "or copy the wheels listed in orchestrator/runs/kernels/tune-requirements.txt there."
+            "or copy the wheels listed in orchestrator/payloads/kernels/tune-requirements.txt "
+            "there."
         )
     have = sorted(w for w in folder.glob("*.whl") if _sha256(w) in allowed)
     if len(have) != len(pins()):

@@ -4,7 +4,7 @@ A kernel recipe in a user's recipe folder may name its own source per API (`[sou
 hip = "saxpy.hip"`, `cpu = "saxpy.cpp"`) instead of one of our programs. Its kernel image
 is built FROM the build's image like bandwidth's (`images.kernels`): the build's compiler
 under test compiles the source the platform's API picks, with the build's flags, against
-`gmxbench_kernel.h` (`runs/kernels/`), which times the kernels and prints the JSON that
+`gmxbench_kernel.h` (`payloads/kernels/`), which times the kernels and prints the JSON that
 `parsers.kernelbench` reads. The image is keyed by its inputs, the source's digest
 included, so an edited source makes a new image and an unchanged one is found at once.
 
@@ -43,7 +43,7 @@ from orchestrator.platforms.base import KernelCompiler
 from orchestrator.platforms.rocm import STACKS
 
 TEMPLATE = "kernel-user"
-#: The harness header and the header whose batch timing it reuses (`runs/kernels/`).
+#: The harness header and the header whose batch timing it reuses (`payloads/kernels/`).
 HEADERS = ("gmxbench_kernel.h", "bandwidth_common.h")
 KERNELS_DIR = "/opt/gmxbench/kernels"
 BINARY = f"{KERNELS_DIR}/bin/kernel"
