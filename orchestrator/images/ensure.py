@@ -10,8 +10,9 @@ with its own steps, and `ensure_image` runs them in one order:
    it was removed); the block's `reuse` says so, and brings its lockfile back. Blocks
    whose tag names their inputs (a base, the LLVM toolchain and its environment) find
    their image by that tag.
-3. **Claim.** A tag known only once the lookup missed (a dev build's name carries the
-   minute it starts) is refused like the first, before an hour's build, not after.
+3. **Claim.** A block whose found image keeps the tag its labels name (a GROMACS image:
+   a dev build's name carries the minute it started) names the new image's tag only once
+   the lookup missed; it is refused like the first, before an hour's build, not after.
 4. **Build** the image, untagged.
 5. **Verify.** The block checks what it built and says what it gets (`Stamp`). This
    comes before any label or tag, so an image that failed its check is never tagged or
@@ -76,8 +77,8 @@ class Block(Generic[T]):
     tag: str | None = None
     #: The inputs key, where it is known before the build; a taken tag is refused with it.
     key: str | None = None
-    #: The image's tag, where it is known only once the lookup missed (refusing a name
-    #: it cannot take is the block's own step).
+    #: The new image's tag, said once the lookup missed (refusing a name Docker cannot
+    #: take is the block's own step).
     claim: Callable[[], str] | None = None
     #: Remove the built image when verifying, labelling or saving it fails.
     discard: bool = False
