@@ -22,7 +22,7 @@ LAYERS = [
 ]  # fmt: skip
 #: Where a module's layer is not its top folder's: a feature package (one folder for one idea)
 #: spans layers, so each of its modules is placed here, the longest prefix winning.
-PLACED: dict[str, str] = {}
+PLACED: dict[str, str] = {"orchestrator.payloads": "core"}
 
 
 def _module_name(path: Path) -> str:
@@ -30,9 +30,9 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-#: runs/kernels/ holds programs that run inside kernel images (Kernel Tuner, numpy there);
+#: payloads/kernels/ holds programs that run inside kernel images (Kernel Tuner, numpy there);
 #: runs/migrations/ holds Alembic's scripts, which Alembic loads (they import nothing of ours).
-NOT_MODULES = (PACKAGE / "runs" / "kernels", PACKAGE / "runs" / "migrations")
+NOT_MODULES = (PACKAGE / "payloads" / "kernels", PACKAGE / "runs" / "migrations")
 MODULES = {
     _module_name(p): p
     for p in sorted(PACKAGE.rglob("*.py"))

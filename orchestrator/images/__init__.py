@@ -2,7 +2,8 @@
 compiler, its tag and its checks (hpccm's `building_blocks/` are the model).
 
 `base` (debootstrap) → `builder` → `toolchain_package` / `toolchain_llvm` → `gromacs`;
-`catalog` finds, lists, labels and tags them; `provenance` is their labels and
+each finds or builds its image through `ensure` (one sequence: find by inputs, build,
+verify, label, tag); `catalog` finds, lists, labels and tags them; `provenance` is their labels and
 lockfiles; `render` reads the templates of the top-level `images/`; `blocks` says which
 block owns which template.
 """

@@ -27,6 +27,7 @@ from orchestrator.core.files import read_model, write_atomic
 from orchestrator.core.settings import Settings
 from orchestrator.engine import Client, Image
 from orchestrator.images.catalog import now_iso
+from orchestrator.images.ensure import Block, Stamp, ensure_image
 from orchestrator.images.provenance import KIND_LABEL, build_log_path, image_file, label
 from orchestrator.platforms import active
 from orchestrator.platforms.base import DEBOOTSTRAP_REPO
@@ -206,18 +207,31 @@ def _packages(root: Path) -> dict[str, str]:
 def ensure_base(client: Client, settings: Settings, emit: Emit = ignore) -> Image:
     """The configured base image: present, pulled, or (the local default) made here."""
     ref = active(settings).build.base_image(settings)
-    image = engine.image(client, ref)
-    if image is not None:
+
+    def build() -> str:
+        if ref.startswith(DEBOOTSTRAP_REPO + ":"):
+            return make_base(client, settings, suite=ref.partition(":")[2], tag=ref, emit=emit).id
+        emit(Message(f"pulling base image {ref}"))
+        try:
+            return engine.pull(client, ref).id
+        except UserError as exc:
+            raise UserError(
+                f"Base image {ref} is not in the engine and cannot be pulled ({exc.message}). "
+                f"Without a registry, make one from a package mirror with "
+                f"`python -m orchestrator base` and set ORCH_BASE_IMAGE={base_tag('bookworm')}, "
+                f"or `docker load` the image from a file."
+            ) from None
+
+    def made(image_id: str, _: Stamp) -> Image:
+        image = engine.image(client, image_id)
+        assert image is not None, image_id
         return image
-    if ref.startswith(DEBOOTSTRAP_REPO + ":"):
-        return make_base(client, settings, suite=ref.partition(":")[2], tag=ref, emit=emit)
-    emit(Message(f"pulling base image {ref}"))
-    try:
-        return engine.pull(client, ref)
-    except UserError as exc:
-        raise UserError(
-            f"Base image {ref} is not in the engine and cannot be pulled ({exc.message}). "
-            f"Without a registry, make one from a package mirror with "
-            f"`python -m orchestrator base` and set ORCH_BASE_IMAGE={base_tag('bookworm')}, "
-            f"or `docker load` the image from a file."
-        ) from None
+
+    block = Block[Image](
+        find=lambda: engine.image(client, ref),
+        reuse=lambda image: image,
+        build=build,
+        verify=lambda _: Stamp(None, []),  # the import or pull labelled and tagged it
+        done=made,
+    )
+    return ensure_image(client, block, emit)

@@ -13,15 +13,8 @@ from orchestrator.core.events import Emit, Message, ignore
 from orchestrator.core.settings import Settings
 from orchestrator.engine import Client
 from orchestrator.images.base import ensure_base
-from orchestrator.images.catalog import (
-    Ref,
-    base_digest,
-    find_by_inputs,
-    inputs_key,
-    keep_tag,
-    label_and_tag,
-    new_record,
-)
+from orchestrator.images.catalog import Ref, base_digest, find_by_inputs, inputs_key, new_record
+from orchestrator.images.ensure import Block, Stamp, ensure_image
 from orchestrator.images.provenance import build_log_path
 from orchestrator.images.render import render, uses_buildkit
 from orchestrator.platforms import PLATFORMS, active, on
@@ -72,21 +65,29 @@ def ensure_builder(client: Client, settings: Settings, emit: Emit = ignore) -> R
     dockerfile = render(name, context(settings))
     key = inputs_key(name, dockerfile, base.id)
     tag = f"{REPO}:{platform.name}-{key[:12]}"
-    existing = find_by_inputs(client, key, "builder")
-    if existing is not None:
-        keep_tag(client, existing, tag)
-        return Ref(tag, existing.id)
-    emit(
-        Message(
-            f"building the {platform.name} builder base from {platform.build.base_image(settings)}"
-        )
+
+    def build() -> str:
+        emit(Message(f"building the {platform.name} builder base from "
+                     f"{platform.build.base_image(settings)}"))  # fmt: skip
+        return engine.build(
+            client, dockerfile, what=tag, buildkit=uses_buildkit(dockerfile),
+            log=build_log_path(settings.results_dir, tag), emit=emit,
+        )  # fmt: skip
+
+    def stamp(image_id: str) -> Stamp:  # nothing to check: the build ran its own steps
+        record = new_record(
+            settings, "builder", tag, image_id, key, base_digest=base_digest(base),
+            **platform.build.record_values(settings),
+        )  # fmt: skip
+        return Stamp(record, [tag])
+
+    block = Block[Ref](
+        find=lambda: find_by_inputs(client, key, "builder"),
+        reuse=lambda image: Ref(tag, image.id),
+        build=build,
+        verify=stamp,
+        done=lambda image_id, _: Ref(tag, image_id),
+        tag=tag,
+        key=key,
     )
-    image_id = engine.build(
-        client, dockerfile, what=tag, buildkit=uses_buildkit(dockerfile),
-        log=build_log_path(settings.results_dir, tag), emit=emit,
-    )  # fmt: skip
-    record = new_record(
-        settings, "builder", tag, image_id, key, base_digest=base_digest(base),
-        **platform.build.record_values(settings),
-    )  # fmt: skip
-    return Ref(tag, label_and_tag(client, image_id, record, [tag], emit))
+    return ensure_image(client, block, emit)

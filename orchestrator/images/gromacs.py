@@ -2,8 +2,8 @@
 
 Stable and dev share everything but the compiler: the source stage is the same text
 (one cached layer), the CMake flags come from the platform, and the compiler comes from
-the builder (stable) or a toolchain image (dev). A build is checked (`gmx --version`)
-before it gets labels, a lockfile and a tag; a failed check tags nothing.
+the builder (stable) or a toolchain image (dev). A build is checked (`gmx --version`,
+`gromacs_check`) before it gets labels, a lockfile and a tag; a failed check tags nothing.
 Templates: `gromacs-<flavor>-<platform>`; tags `gromacs:stable-…`, `gromacs:dev-…`.
 """
 
@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import shlex
 import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -20,22 +19,14 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from orchestrator import engine
-from orchestrator.core import interrupts
 from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.events import Caution, Emit, Message, ignore
 from orchestrator.core.settings import GromacsSource, Settings
 from orchestrator.engine import Client, Image
 from orchestrator.images import builder, fingerprint, toolchain, toolchain_llvm, toolchain_package
-from orchestrator.images.catalog import (
-    Ref,
-    find_by_inputs,
-    inputs_key,
-    keep_tag,
-    label_and_tag,
-    new_record,
-    probe,
-    refuse_overwrite,
-)
+from orchestrator.images.catalog import Ref, find_by_inputs, inputs_key, keep_tag, new_record, probe
+from orchestrator.images.ensure import Block, Stamp, ensure_image
+from orchestrator.images.gromacs_check import check_build
 from orchestrator.images.provenance import (
     LOCK_LABEL,
     ImageRecord,
@@ -51,7 +42,6 @@ from orchestrator.images.toolchain_llvm import CONTENT_FILE
 from orchestrator.parsers.codegen import Codegen
 from orchestrator.platforms import PLATFORMS, active, on
 from orchestrator.platforms.base import (
-    BuildFacts,
     CompileCacheStats,
     Compiler,
     Flavor,
@@ -337,8 +327,14 @@ def build_gromacs(
         )  # fmt: skip
 
     key = inputs_key(name, render(name, context_for(planned)), base.id, compiler_image.id)
-    existing = find_by_inputs(client, key, "gromacs")
-    if existing is not None:
+    suffix = platform.build.build_suffix(settings)
+    build_name = planned if flavor == "stable" else dev_build_name(compiler, suffix=suffix)
+    tag = gromacs_ref(build_name)
+    ctx = context_for(build_name)
+    dockerfile = render(name, ctx)
+    build_seconds = 0.0
+
+    def reuse(existing: Image) -> ImageRecord:
         record = record_of(existing)
         keep_tag(client, existing, record.tag)
         emit(Message(f"up to date: {record.tag} ({existing.id[:19]}), nothing to build"))
@@ -351,76 +347,95 @@ def build_gromacs(
             engine.tag(client, existing.id, DEV_CURRENT)
         return record
 
-    suffix = platform.build.build_suffix(settings)
-    build_name = planned if flavor == "stable" else dev_build_name(compiler, suffix=suffix)
-    refuse_long_name(build_name, settings)
-    tag = gromacs_ref(build_name)
-    refuse_overwrite(client, tag, key)
-    ctx = context_for(build_name)
-    dockerfile = render(name, ctx)
-    emit(Message(f"building {tag} with {platform.build.compiler_under_test(compiler)}"))
-    started = time.monotonic()
-    image_id = engine.build(
-        client, dockerfile, what=tag, files=source.context_files(),
-        buildkit=uses_buildkit(dockerfile), log=build_log_path(settings.results_dir, tag),
-        emit=emit,
-    )  # fmt: skip
-    build_seconds = round(time.monotonic() - started, 1)
-    facts = check_build(client, image_id, settings, flavor, compiler, ctx["prefix"])
-    if facts.compile_cache is not None:
-        emit(Message(f"compile cache: {facts.compile_cache.summary()}"))
-        if flavor == "dev" and cache_was_empty(facts.compile_cache):
-            emit(Message(EMPTY_CACHE.format(cache=ctx["compile_cache"])))
-    builder_image = engine.image(client, base.id)
-    base_digest = builder_image.labels.get(label("base_digest")) if builder_image else None
-    source.sha256 = facts.source_sha256 or source.sha256
-    ctx["source"]["sha256"] = source.sha256
-    record = new_record(
-        settings, "gromacs", tag, "", key,
-        build=build_name,
-        base_digest=base_digest,
-        gromacs_source=source.url,
-        gromacs_ref=source.ref,
-        gromacs_commit=source.revision,
-        gmx_version=facts.version_info.get("GROMACS version"),
-        compiler=platform.build.recorded_compiler(facts, compiler),
-        compiler_version=facts.compiler_version,
-        toolchain=compiler.toolchain_image,
-        llvm_commit=compiler.llvm_commit,
-        llvm_dirty=compiler.llvm_dirty,
-        imported_from=compiler.imported_from,
-        imported_at=compiler.imported_at,
-        llvm_commit_from=compiler.llvm_commit_from,
-        cmake_flags=ctx["raw_cmake_flags"],
-        gpu_arch=platform.build.gpu_target(settings),
-        simd=settings.simd,
-        **platform.build.record_values(settings),
-    )  # fmt: skip
-    codegen = _fingerprint(client, image_id, record, emit)
-    tags = [tag, DEV_CURRENT] if flavor == "dev" else [tag]
-    lock = Lockfile(
-        record=record,
-        template=name,
-        context=ctx,
-        dockerfile_sha256=hashlib.sha256(dockerfile.encode()).hexdigest(),
-        dockerfile=dockerfile,
-        parents={base.tag: base.id, compiler_image.tag: compiler_image.id},
-        builder=base.tag,
-        packages=facts.packages,
-        gmx_version_info=facts.version_info,
-        build_seconds=build_seconds,
-        compile_cache=facts.compile_cache,
-        codegen_functions=len(codegen.kernels) if codegen else None,
-        codegen_seconds=codegen.probe_seconds if codegen else None,
-        code_object_versions=(codegen.code_object_versions or None) if codegen else None,
+    def claim() -> str:
+        refuse_long_name(build_name, settings)
+        return tag
+
+    def build() -> str:
+        nonlocal build_seconds
+        emit(Message(f"building {tag} with {platform.build.compiler_under_test(compiler)}"))
+        started = time.monotonic()
+        image_id = engine.build(
+            client, dockerfile, what=tag, files=source.context_files(),
+            buildkit=uses_buildkit(dockerfile), log=build_log_path(settings.results_dir, tag),
+            emit=emit,
+        )  # fmt: skip
+        build_seconds = round(time.monotonic() - started, 1)
+        return image_id
+
+    def verify(image_id: str) -> Stamp:
+        facts = check_build(client, image_id, settings, flavor, compiler, ctx["prefix"])
+        if facts.compile_cache is not None:
+            emit(Message(f"compile cache: {facts.compile_cache.summary()}"))
+            if flavor == "dev" and cache_was_empty(facts.compile_cache):
+                emit(Message(EMPTY_CACHE.format(cache=ctx["compile_cache"])))
+        builder_image = engine.image(client, base.id)
+        base_digest = builder_image.labels.get(label("base_digest")) if builder_image else None
+        source.sha256 = facts.source_sha256 or source.sha256
+        ctx["source"]["sha256"] = source.sha256
+        record = new_record(
+            settings, "gromacs", tag, "", key,
+            build=build_name,
+            base_digest=base_digest,
+            gromacs_source=source.url,
+            gromacs_ref=source.ref,
+            gromacs_commit=source.revision,
+            gmx_version=facts.version_info.get("GROMACS version"),
+            compiler=platform.build.recorded_compiler(facts, compiler),
+            compiler_version=facts.compiler_version,
+            toolchain=compiler.toolchain_image,
+            llvm_commit=compiler.llvm_commit,
+            llvm_dirty=compiler.llvm_dirty,
+            imported_from=compiler.imported_from,
+            imported_at=compiler.imported_at,
+            llvm_commit_from=compiler.llvm_commit_from,
+            cmake_flags=ctx["raw_cmake_flags"],
+            gpu_arch=platform.build.gpu_target(settings),
+            simd=settings.simd,
+            **platform.build.record_values(settings),
+        )  # fmt: skip
+        codegen = _fingerprint(client, image_id, record, emit)
+        lock = Lockfile(
+            record=record,
+            template=name,
+            context=ctx,
+            dockerfile_sha256=hashlib.sha256(dockerfile.encode()).hexdigest(),
+            dockerfile=dockerfile,
+            parents={base.tag: base.id, compiler_image.tag: compiler_image.id},
+            builder=base.tag,
+            packages=facts.packages,
+            gmx_version_info=facts.version_info,
+            build_seconds=build_seconds,
+            compile_cache=facts.compile_cache,
+            codegen_functions=len(codegen.kernels) if codegen else None,
+            codegen_seconds=codegen.probe_seconds if codegen else None,
+            code_object_versions=(codegen.code_object_versions or None) if codegen else None,
+        )
+
+        def save(_: str) -> None:  # the lock's record carries the final id by now
+            save_lockfile(settings.results_dir, lock)
+            if codegen is not None:
+                fingerprint.save(settings.results_dir, codegen, tag)
+
+        tags = [tag, DEV_CURRENT] if flavor == "dev" else [tag]
+        return Stamp(record, tags, lock.embedded(), save)
+
+    def done(_: str, stamp: Stamp) -> ImageRecord:
+        path = lockfile_path(settings.results_dir, tag)
+        emit(Message(f"tagged {', '.join(stamp.tags)}; lockfile {path}"))
+        assert stamp.record is not None
+        return stamp.record
+
+    block = Block[ImageRecord](
+        find=lambda: find_by_inputs(client, key, "gromacs"),
+        reuse=reuse,
+        build=build,
+        verify=verify,
+        done=done,
+        key=key,
+        claim=claim,
     )
-    with interrupts.deferred():  # tagged means its lockfile is on disk
-        record.id = label_and_tag(client, image_id, record, tags, emit, lock.embedded())
-        path = save_lockfile(settings.results_dir, lock)
-        if codegen is not None:
-            fingerprint.save(settings.results_dir, codegen, tag)
-    emit(Message(f"tagged {', '.join(tags)}; lockfile {path}"))
-    return record
+    return ensure_image(client, block, emit)
 
 
 def _fingerprint(client: Client, image_id: str, record: ImageRecord, emit: Emit) -> Codegen | None:
@@ -460,95 +475,3 @@ def ensure_lockfile(results_dir: Path, image: Image, record: ImageRecord) -> Non
     lock = lockfile_of(image)
     if lock is not None:
         save_lockfile(results_dir, lock)
-
-
-# The post-build check -----------------------------------------------------------------
-
-VERIFY_SCRIPT = r"""gmx --version 2>&1
-echo '@@compiler'; {compiler} --version 2>&1 | head -n1
-echo '@@path'; readlink -f "$(command -v {compiler})" 2>/dev/null || echo {compiler}
-echo '@@reported'
-readlink -f "$(gmx --version 2>/dev/null | sed -n 's/^C++ compiler: *\([^ ]*\).*/\1/p')"
-echo '@@sha'; cat /src/gromacs.tar.gz.sha256 2>/dev/null
-echo '@@cmake'; grep -h '^CMAKE_[A-Z]*_COMPILER:' {prefix}/CMakeCache.txt 2>/dev/null
-echo '@@packages'; dpkg-query -W -f='${{Package}}=${{Version}}\n' 2>/dev/null
-echo '@@cache'; cat /opt/gmxbench/compile-cache.txt 2>/dev/null
-"""
-
-
-def parse_version_info(text: str) -> dict[str, str]:
-    """`gmx --version`'s `Key: value` lines as a dict."""
-    pairs = (line.split(":", 1) for line in text.splitlines() if ":" in line)
-    return {key.strip(): value.strip() for key, value in pairs}
-
-
-def _pairs(text: str, sep: str) -> dict[str, str]:
-    split = (line.split(sep, 1) for line in text.splitlines() if sep in line)
-    return {key.strip(): value.strip() for key, value in split}
-
-
-def parse_facts(out: str) -> BuildFacts:
-    """What `VERIFY_SCRIPT` printed, section by section."""
-    sections = dict(
-        [*part.split("\n", 1), ""][:2] for part in ("@@version\n" + out).split("@@")[1:]
-    )
-    cmake = {
-        name.split(":", 1)[0]: value
-        for name, value in _pairs(sections.get("cmake", ""), "=").items()
-    }
-    return BuildFacts(
-        version_info=parse_version_info(sections.get("version", "")),
-        compiler_version=sections.get("compiler", "").strip(),
-        compiler_path=sections.get("path", "").strip(),
-        reported_compiler=sections.get("reported", "").strip(),
-        cmake_compilers=cmake,
-        source_sha256=sections.get("sha", "").strip() or None,
-        packages=_pairs(sections.get("packages", ""), "="),
-        compile_cache=CompileCacheStats.parse(sections.get("cache", "")),
-    )
-
-
-def check_build(
-    client: Client,
-    image_id: str,
-    settings: Settings,
-    flavor: Flavor,
-    compiler: Compiler,
-    prefix: str,
-) -> BuildFacts:
-    """The build's facts when it is what was asked; else remove it and raise (nothing tagged)."""
-    platform = active(settings)
-    tool = platform.build.compiler_under_test(compiler)
-    script = VERIFY_SCRIPT.format(compiler=tool, prefix=prefix)
-    _, out = probe(client, image_id, ["sh", "-c", script])
-    facts = parse_facts(out)
-    info = facts.version_info
-    problems = []
-    if "GROMACS version" not in info:
-        problems.append(f"`gmx --version` did not run: {out.strip()[:300]}")
-    else:
-        checks: list[tuple[str, Callable[[str], bool], str]] = [
-            ("Precision", lambda v: v.startswith("mixed"), "mixed (GMX_DOUBLE=OFF)"),
-            ("SIMD instructions", lambda v: v == settings.simd, settings.simd),
-            ("OpenMP support", lambda v: v.startswith("enabled"), "enabled"),
-            (
-                "GPU support",
-                lambda v: v.startswith(platform.build.gpu_support),
-                platform.build.gpu_support,
-            ),
-        ]
-        for name, ok, wanted in checks:
-            if not ok(info.get(name, "")):
-                problems.append(f"{name} is {info.get(name, 'missing')!r}, asked for {wanted}")
-        problems += platform.build.compiler_problems(facts, compiler)
-    if problems:
-        hint = ""
-        if any(p.startswith("OpenMP") for p in problems) and "clang" in tool:
-            hint = " A clang build needs libomp-<N>-dev in the toolchain image for OpenMP."
-        engine.remove_image(client, image_id)
-        raise UserError(
-            f"The {flavor} GROMACS build finished but is not what was asked: "
-            + "; ".join(problems)
-            + f". Nothing was tagged.{hint}"
-        )
-    return facts

@@ -9,11 +9,14 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
+from orchestrator.engine import Image
+from orchestrator.images.catalog import now_iso
+from orchestrator.images.provenance import ImageRecord
 from orchestrator.platforms.base import KernelCompiler
 
 REPO = "gmxbench-kernels"
-#: The programs and headers the kernel images copy (`orchestrator/runs/kernels/`).
-SOURCES = files("orchestrator.runs") / "kernels"
+#: The programs and headers the kernel images copy (`orchestrator/payloads/kernels/`).
+SOURCES = files("orchestrator.payloads") / "kernels"
 
 
 @dataclass(frozen=True)
@@ -36,3 +39,10 @@ def file_digests(context_files: Mapping[str, bytes | Path]) -> list[str]:
         content = data.read_bytes() if isinstance(data, Path) else data
         found.append(f"{name}={hashlib.sha256(content).hexdigest()}")
     return found
+
+
+def kernel_record(tag: str, image_id: str, parent: Image, build: str, key: str) -> ImageRecord:
+    """A kernel image's record: its parent's (the build it measures), as a kernel image."""
+    return ImageRecord.from_labels(tag, image_id, parent.labels).model_copy(
+        update={"kind": "kernels", "build": build, "inputs": key, "created": now_iso()}
+    )

@@ -27,20 +27,19 @@ from orchestrator.core.events import Emit, Step, ignore
 from orchestrator.core.files import parse_model
 from orchestrator.core.settings import Settings
 from orchestrator.engine import Client, Image
-from orchestrator.images.catalog import (
-    find_by_inputs,
-    inputs_key,
-    keep_tag,
-    label_and_tag,
-    now_iso,
-    probe,
-)
+from orchestrator.images.catalog import find_by_inputs, inputs_key, probe
+from orchestrator.images.ensure import Block, Stamp, ensure_image
 from orchestrator.images.gromacs import example_probe, gromacs_ref
-from orchestrator.images.kernel_image import REPO, SOURCES, KernelImage, file_digests
+from orchestrator.images.kernel_image import (
+    REPO,
+    SOURCES,
+    KernelImage,
+    file_digests,
+    kernel_record,
+)
 from orchestrator.images.provenance import (
     KIND_LABEL,
     TOOLCHAIN_LABEL,
-    ImageRecord,
     build_log_path,
     label,
 )
@@ -55,7 +54,7 @@ from orchestrator.platforms.base import Compiler, KernelCompiler
 
 REQUIREMENTS = "tune-requirements.txt"
 PROGRAMS = ("bandwidth", "tune")
-#: The files each program's image copies from `runs/kernels/` (bandwidth: the platform's
+#: The files each program's image copies from `payloads/kernels/` (bandwidth: the platform's
 #: source and the header both sources share).
 BANDWIDTH_HEADER = "bandwidth_common.h"
 TUNE_SOURCES = ("tune.py", "tune_cpu.c", "tune_gpu.cu")
@@ -173,20 +172,27 @@ def ensure(
     dockerfile = render(template(program), values)
     key = inputs_key(dockerfile, parent.id, *file_digests(context_files))
     tag = f"{REPO}:{build}-{program}-{key[:8]}"
-    found = find_by_inputs(client, key, "kernels")
-    if found is not None:
-        keep_tag(client, found, tag)
-        return KernelImage(tag, found.id, build, dict(found.labels), compiler)
-    emit(Step(f"kernel image: {program} for {build}, compiled by {compiler.compiler}"))
-    log = build_log_path(settings.results_dir, tag)
-    built = engine.build(client, dockerfile, what=tag, files=context_files, log=log, emit=emit)
-    record = ImageRecord.from_labels(tag, built, parent.labels).model_copy(
-        update={"kind": "kernels", "build": build, "inputs": key, "created": now_iso()}
+
+    def build_image() -> str:
+        emit(Step(f"kernel image: {program} for {build}, compiled by {compiler.compiler}"))
+        log = build_log_path(settings.results_dir, tag)
+        return engine.build(client, dockerfile, what=tag, files=context_files, log=log, emit=emit)
+
+    def made(image_id: str, _: Stamp) -> KernelImage:
+        image = engine.image(client, image_id)
+        assert image is not None, image_id
+        return KernelImage(tag, image_id, build, dict(image.labels), compiler)
+
+    block = Block[KernelImage](
+        find=lambda: find_by_inputs(client, key, "kernels"),
+        reuse=lambda found: KernelImage(tag, found.id, build, dict(found.labels), compiler),
+        build=build_image,
+        verify=lambda image_id: Stamp(kernel_record(tag, image_id, parent, build, key), [tag]),
+        done=made,
+        tag=tag,
+        key=key,
     )
-    final = label_and_tag(client, built, record, [tag], emit)
-    image = engine.image(client, final)
-    assert image is not None, final
-    return KernelImage(tag, final, build, dict(image.labels), compiler)
+    return ensure_image(client, block, emit)
 
 
 #: The programs of a bandwidth image, whose code is the image's code identity.
@@ -284,7 +290,8 @@ def fetch_wheels(folder: Path, python: str, emit: Emit = ignore) -> list[Path]:
         raise UserError(
             f"Could not download Kernel Tuner's wheels for Python {python} from PyPI into "
             f"{folder}: {' '.join(detail)[:400]}. The host needs PyPI (containers never do); "
-            "or copy the wheels listed in orchestrator/runs/kernels/tune-requirements.txt there."
+            "or copy the wheels listed in orchestrator/payloads/kernels/tune-requirements.txt "
+            "there."
         )
     have = sorted(w for w in folder.glob("*.whl") if _sha256(w) in allowed)
     if len(have) != len(pins()):

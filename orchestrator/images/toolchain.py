@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from orchestrator import engine
 from orchestrator.core.errors import UserError
-from orchestrator.core.events import Emit
 from orchestrator.core.files import parse_model
 from orchestrator.core.settings import Settings
 from orchestrator.engine import Client
-from orchestrator.images.catalog import label_and_tag, new_record, probe
+from orchestrator.images.catalog import new_record, probe
+from orchestrator.images.ensure import Stamp
 from orchestrator.images.provenance import TOOLCHAIN_LABEL
 from orchestrator.platforms import active
 from orchestrator.platforms.base import Compiler
@@ -31,16 +31,11 @@ def example_tag(settings: Settings) -> str:
     return tag_for(settings, "example")
 
 
-def finish(
-    client: Client,
-    settings: Settings,
-    image_id: str,
-    tag: str,
-    key: str,
-    compiler: Compiler,
-    emit: Emit,
-) -> str:
-    """Record the compiler's `--version`, label the image with it and tag it; the new id."""
+def stamp_for(
+    client: Client, settings: Settings, image_id: str, tag: str, key: str, compiler: Compiler
+) -> Stamp:
+    """Check that the compiler runs and record its `--version`; what the image gets: its
+    record and the compiler's label."""
     compiler.version = probe_version(client, image_id, compiler.cxx)
     record = new_record(
         settings, "toolchain", tag, image_id, key, compiler=compiler.cxx,
@@ -48,8 +43,7 @@ def finish(
         llvm_dirty=compiler.llvm_dirty, imported_from=compiler.imported_from,
         imported_at=compiler.imported_at, llvm_commit_from=compiler.llvm_commit_from,
     )  # fmt: skip
-    extra = {TOOLCHAIN_LABEL: compiler.model_dump_json()}
-    return label_and_tag(client, image_id, record, [tag], emit, extra_labels=extra)
+    return Stamp(record, [tag], {TOOLCHAIN_LABEL: compiler.model_dump_json()})
 
 
 def probe_version(client: Client, image: str, compiler: str) -> str:

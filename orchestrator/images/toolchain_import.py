@@ -22,15 +22,10 @@ from pathlib import Path
 from orchestrator import engine
 from orchestrator.core.events import Emit, Message, ignore
 from orchestrator.core.settings import Settings
-from orchestrator.engine import Client
+from orchestrator.engine import Client, Image
 from orchestrator.images import builder, toolchain, toolchain_check
-from orchestrator.images.catalog import (
-    find_by_inputs,
-    inputs_key,
-    keep_tag,
-    now_iso,
-    refuse_overwrite,
-)
+from orchestrator.images.catalog import find_by_inputs, inputs_key, keep_tag, now_iso
+from orchestrator.images.ensure import Block, Stamp, ensure_image
 from orchestrator.images.llvm_tree import (
     LlvmTree,
     TreeCommit,
@@ -70,8 +65,11 @@ def ensure_toolchain_import(
         emit(Message(f"not imported: {shown} leads out of the tree"))
     base = builder.ensure_builder(client, settings, emit)
     key = inputs_key(INPUTS, digest, base.id)
-    existing = find_by_inputs(client, key, "toolchain")
-    if existing is not None:
+    prefix = prefix_for(digest)
+    system: toolchain_check.BuilderSystem | None = None  # the builder's, read before the import
+    commit: TreeCommit | None = None  # the LLVM commit the check found
+
+    def reuse(existing: Image) -> str:
         record = ImageRecord.from_labels("", existing.id, existing.labels)
         compiler = toolchain.compiler_of(client, existing.id)
         tag = toolchain.tag_for(settings, compiler.name)
@@ -79,36 +77,45 @@ def ensure_toolchain_import(
         emit(Message(f"toolchain image {tag} holds this LLVM already (imported from "
                      f"{record.imported_from} at {record.imported_at}): reusing it"))  # fmt: skip
         return tag
-    system = toolchain_check.builder_system(client, base.tag)
-    toolchain_check.refuse_other_system(tree, system)
-    emit(Message(f"importing the LLVM {tree.kind} {root}: {len(tree.files)} files, "
-                 f"{sum(p.stat().st_size for p in tree.files.values()) / 1e6:.0f} MB"))  # fmt: skip
-    prefix = prefix_for(digest)
-    image_id = _commit_image(client, settings, tree, base.tag, prefix, digest, emit)
-    try:
+
+    def build() -> str:
+        nonlocal system
+        system = toolchain_check.builder_system(client, base.tag)
+        toolchain_check.refuse_other_system(tree, system)
+        size = sum(p.stat().st_size for p in tree.files.values())
+        emit(Message(f"importing the LLVM {tree.kind} {root}: {len(tree.files)} files, "
+                     f"{size / 1e6:.0f} MB"))  # fmt: skip
+        return _commit_image(client, settings, tree, base.tag, prefix, digest, emit)
+
+    def verify(image_id: str) -> Stamp:
+        nonlocal commit
+        assert system is not None
         ran = toolchain_check.run_check(client, image_id, tree, prefix, system, smoke)
         for line in ran.notes:
             emit(Message(line))
         commit = find_commit(tree, ran.version_line)
         compiler = imported_compiler(prefix, digest, commit, ran.version_line, root)
         tag = toolchain.tag_for(settings, compiler.name)
-        refuse_overwrite(client, tag, key)
-        toolchain.finish(client, settings, image_id, tag, key, compiler, emit)
-    except BaseException:
-        _remove_unfinished(client, image_id)
-        raise
-    said = f"LLVM {commit.commit} (from {commit.read_from})" if commit.commit else "no LLVM commit"
-    emit(Message(f"toolchain image: {tag}, imported from {root}; {said}"))
-    return tag
+        return toolchain.stamp_for(client, settings, image_id, tag, key, compiler)
 
+    def done(_: str, stamp: Stamp) -> str:
+        assert commit is not None
+        said = (
+            f"LLVM {commit.commit} (from {commit.read_from})" if commit.commit else "no LLVM commit"
+        )
+        emit(Message(f"toolchain image: {stamp.tags[0]}, imported from {root}; {said}"))
+        return stamp.tags[0]
 
-def _remove_unfinished(client: Client, image_id: str) -> None:
-    """Remove the committed import when a later step fails, so nothing half-made stays
-    (once labelled it has a child and cannot go, which is not the failure to report)."""
-    try:
-        engine.remove_image(client, image_id, force=True)
-    except Exception:  # the failure being raised is the one to say
-        return
+    block = Block[str](
+        find=lambda: find_by_inputs(client, key, "toolchain"),
+        reuse=reuse,
+        build=build,
+        verify=verify,
+        done=done,
+        key=key,
+        discard=True,
+    )
+    return ensure_image(client, block, emit)
 
 
 def imported_compiler(

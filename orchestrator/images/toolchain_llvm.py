@@ -21,9 +21,10 @@ from orchestrator import engine
 from orchestrator.core.errors import UserError
 from orchestrator.core.events import Emit, Event, Message, ignore
 from orchestrator.core.settings import Settings
-from orchestrator.engine import Client, ContainerBuildFailed
+from orchestrator.engine import Client, ContainerBuildFailed, Image
 from orchestrator.images import builder, llvm_workspace, toolchain
 from orchestrator.images.catalog import inputs_key, probe
+from orchestrator.images.ensure import Block, Stamp, ensure_image
 from orchestrator.images.gitsource import (
     ResolvedCommit,
     credential_line,
@@ -183,13 +184,22 @@ def ensure_environment(client: Client, settings: Settings, emit: Emit = ignore) 
     dockerfile, script = render(TEMPLATE, ctx), render_script(TEMPLATE, ctx)
     key = inputs_key(TEMPLATE, dockerfile, script)
     tag = f"{toolchain.REPO}:{active(settings).name}-llvm-environment-{key[:12]}"
-    if engine.image(client, tag) is None:
-        image_id = engine.build(
+    environment = Environment(tag, ctx, script, key)
+
+    def build() -> str:
+        return engine.build(
             client, dockerfile, what=tag, files={"build-llvm.sh": script.encode()},
             log=build_log_path(settings.results_dir, tag), emit=emit,
         )  # fmt: skip
-        engine.tag(client, image_id, tag)
-    return Environment(tag, ctx, script, key)
+
+    block = Block[Environment](
+        find=lambda: engine.image(client, tag),
+        reuse=lambda _: environment,
+        build=build,
+        verify=lambda _: Stamp(None, [tag]),  # a tag alone: no record, nothing to check
+        done=lambda *_: environment,
+    )
+    return ensure_image(client, block, emit)
 
 
 def ensure_toolchain_llvm(
@@ -203,30 +213,51 @@ def ensure_toolchain_llvm(
     """Build (or reuse) clang+lld at an LLVM commit; returns the toolchain image tag."""
     commit = resolve_llvm(settings, rev)
     tag = llvm_tag(settings, commit)
-    if engine.image(client, tag) is not None:
+    environment: Environment | None = None  # the build's, whose key is part of the inputs
+
+    def reuse(_: Image) -> str:
         emit(Message(f"toolchain image {tag} exists: reusing it"))
         return tag
-    if not rebuild:
-        raise UserError(
-            f"--no-llvm-rebuild: no toolchain image {tag} exists yet. Run once without "
-            f"--no-llvm-rebuild to build LLVM {commit.label}."
+
+    def build() -> str:
+        nonlocal environment
+        if not rebuild:
+            raise UserError(
+                f"--no-llvm-rebuild: no toolchain image {tag} exists yet. Run once without "
+                f"--no-llvm-rebuild to build LLVM {commit.label}."
+            )
+        emit(
+            Message(
+                f"building LLVM {commit.label} (hours the first time, minutes after one-file edits)"
+            )
         )
-    emit(
-        Message(
-            f"building LLVM {commit.label} (hours the first time, minutes after one-file edits)"
+        image_id, progress, environment = _run(client, settings, commit, tag, plan=False, emit=emit)
+        if progress.seen:
+            emit(Message(progress.summary()))
+        return image_id
+
+    def verify(image_id: str) -> Stamp:
+        assert environment is not None
+        key = inputs_key(environment.key, revision_of(commit), commit.diff_sha256 or "")
+        compiler = llvm_compiler(commit.label, commit.label, commit.dirty)
+        code, digest = probe(
+            client, image_id, ["cat", f"{prefix_for(commit.label)}/{CONTENT_FILE}"]
         )
+        if code != 0 or len(digest.strip()) != 64:
+            raise UserError(
+                f"The LLVM toolchain {tag} has no {CONTENT_FILE}: {digest.strip()[:200]}"
+            )
+        compiler.content_sha256 = digest.strip()
+        return toolchain.stamp_for(client, settings, image_id, tag, key, compiler)
+
+    block = Block[str](
+        find=lambda: engine.image(client, tag),
+        reuse=reuse,
+        build=build,
+        verify=verify,
+        done=lambda *_: tag,
     )
-    image_id, progress, environment = _run(client, settings, commit, tag, plan=False, emit=emit)
-    if progress.seen:
-        emit(Message(progress.summary()))
-    key = inputs_key(environment.key, revision_of(commit), commit.diff_sha256 or "")
-    compiler = llvm_compiler(commit.label, commit.label, commit.dirty)
-    code, digest = probe(client, image_id, ["cat", f"{prefix_for(commit.label)}/{CONTENT_FILE}"])
-    if code != 0 or len(digest.strip()) != 64:
-        raise UserError(f"The LLVM toolchain {tag} has no {CONTENT_FILE}: {digest.strip()[:200]}")
-    compiler.content_sha256 = digest.strip()
-    toolchain.finish(client, settings, image_id, tag, key, compiler, emit)
-    return tag
+    return ensure_image(client, block, emit)
 
 
 def plan_toolchain_llvm(

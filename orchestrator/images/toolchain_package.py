@@ -14,7 +14,8 @@ from orchestrator.core.events import Emit, Message, ignore
 from orchestrator.core.settings import Settings
 from orchestrator.engine import Client
 from orchestrator.images import builder, toolchain
-from orchestrator.images.catalog import find_by_inputs, inputs_key, keep_tag, refuse_overwrite
+from orchestrator.images.catalog import find_by_inputs, inputs_key
+from orchestrator.images.ensure import Block, ensure_image
 from orchestrator.images.provenance import build_log_path
 from orchestrator.images.render import render
 from orchestrator.platforms.base import Compiler
@@ -60,13 +61,22 @@ def ensure_toolchain_package(
     dockerfile = render(TEMPLATE, context(base.tag, package))
     key = inputs_key(TEMPLATE, dockerfile, base.id)
     tag = toolchain.tag_for(settings, package)
-    refuse_overwrite(client, tag, key)
-    existing = find_by_inputs(client, key, "toolchain")
-    if existing is not None:
-        keep_tag(client, existing, tag)
-    else:
+
+    def said(*_: object) -> str:  # found or made, the same line
+        emit(Message(f"toolchain image: {tag}"))
+        return tag
+
+    def build() -> str:
         log = build_log_path(settings.results_dir, tag)
-        image_id = engine.build(client, dockerfile, what=tag, log=log, emit=emit)
-        toolchain.finish(client, settings, image_id, tag, key, compiler, emit)
-    emit(Message(f"toolchain image: {tag}"))
-    return tag
+        return engine.build(client, dockerfile, what=tag, log=log, emit=emit)
+
+    block = Block[str](
+        find=lambda: find_by_inputs(client, key, "toolchain"),
+        reuse=said,
+        build=build,
+        verify=lambda image_id: toolchain.stamp_for(client, settings, image_id, tag, key, compiler),
+        done=said,
+        tag=tag,
+        key=key,
+    )
+    return ensure_image(client, block, emit)

@@ -4,7 +4,7 @@ A kernel recipe in a user's recipe folder may name its own source per API (`[sou
 hip = "saxpy.hip"`, `cpu = "saxpy.cpp"`) instead of one of our programs. Its kernel image
 is built FROM the build's image like bandwidth's (`images.kernels`): the build's compiler
 under test compiles the source the platform's API picks, with the build's flags, against
-`gmxbench_kernel.h` (`runs/kernels/`), which times the kernels and prints the JSON that
+`gmxbench_kernel.h` (`payloads/kernels/`), which times the kernels and prints the JSON that
 `parsers.kernelbench` reads. The image is keyed by its inputs, the source's digest
 included, so an edited source makes a new image and an unchanged one is found at once.
 
@@ -27,23 +27,23 @@ from orchestrator.core.errors import UserError
 from orchestrator.core.events import Emit, Step
 from orchestrator.core.settings import Settings
 from orchestrator.engine import BuildFailed, Client, Image
-from orchestrator.images.catalog import (
-    find_by_inputs,
-    inputs_key,
-    keep_tag,
-    label_and_tag,
-    now_iso,
-    probe,
+from orchestrator.images.catalog import find_by_inputs, inputs_key, probe
+from orchestrator.images.ensure import Block, Stamp, ensure_image
+from orchestrator.images.kernel_image import (
+    REPO,
+    SOURCES,
+    KernelImage,
+    file_digests,
+    kernel_record,
 )
-from orchestrator.images.kernel_image import REPO, SOURCES, KernelImage, file_digests
-from orchestrator.images.provenance import ImageRecord, build_log_path, label
+from orchestrator.images.provenance import build_log_path, label
 from orchestrator.images.render import render
 from orchestrator.parsers.codegen import Codegen, parse_probe_output, probe_argv
 from orchestrator.platforms.base import KernelCompiler
 from orchestrator.platforms.rocm.stacks import STACKS
 
 TEMPLATE = "kernel-user"
-#: The harness header and the header whose batch timing it reuses (`runs/kernels/`).
+#: The harness header and the header whose batch timing it reuses (`payloads/kernels/`).
 HEADERS = ("gmxbench_kernel.h", "bandwidth_common.h")
 KERNELS_DIR = "/opt/gmxbench/kernels"
 BINARY = f"{KERNELS_DIR}/bin/kernel"
@@ -142,30 +142,42 @@ def ensure_user(
     dockerfile = render(TEMPLATE, values)
     key = inputs_key(dockerfile, parent.id, *file_digests(files))
     tag = f"{REPO}:{build}-{_slug(program.recipe)}-{key[:8]}"
-    found = find_by_inputs(client, key, "kernels")
-    if found is not None:
-        keep_tag(client, found, tag)
-        return KernelImage(tag, found.id, build, dict(found.labels), compiler, program.pattern())
-    emit(Step(f"kernel image: {program.recipe} ({written}) for {build}, by {compiler.compiler}"))
-    log = build_log_path(settings.results_dir, tag)
-    try:
-        built = engine.build(client, dockerfile, what=tag, files=files, log=log, emit=emit)
-    except BuildFailed:
-        said = compiler_output(log)
-        if not said:
-            raise
-        raise UserError(
-            f"The kernel recipe {program.recipe} ({program.recipe_file}) does not compile "
-            f"with {compiler.compiler} for {build}:\n{said}\nFix {written} (next to "
-            f"{Path(program.recipe_file).name}) and run again. The whole build log: {log}"
-        ) from None
-    record = ImageRecord.from_labels(tag, built, parent.labels).model_copy(
-        update={"kind": "kernels", "build": build, "inputs": key, "created": now_iso()}
+    pattern = program.pattern()
+
+    def build_image() -> str:
+        emit(
+            Step(f"kernel image: {program.recipe} ({written}) for {build}, by {compiler.compiler}")
+        )
+        log = build_log_path(settings.results_dir, tag)
+        try:
+            return engine.build(client, dockerfile, what=tag, files=files, log=log, emit=emit)
+        except BuildFailed:
+            said = compiler_output(log)
+            if not said:
+                raise
+            raise UserError(
+                f"The kernel recipe {program.recipe} ({program.recipe_file}) does not compile "
+                f"with {compiler.compiler} for {build}:\n{said}\nFix {written} (next to "
+                f"{Path(program.recipe_file).name}) and run again. The whole build log: {log}"
+            ) from None
+
+    def made(image_id: str, _: Stamp) -> KernelImage:
+        image = engine.image(client, image_id)
+        assert image is not None, image_id
+        return KernelImage(tag, image_id, build, dict(image.labels), compiler, pattern)
+
+    block = Block[KernelImage](
+        find=lambda: find_by_inputs(client, key, "kernels"),
+        reuse=lambda found: KernelImage(
+            tag, found.id, build, dict(found.labels), compiler, pattern
+        ),
+        build=build_image,
+        verify=lambda image_id: Stamp(kernel_record(tag, image_id, parent, build, key), [tag]),
+        done=made,
+        tag=tag,
+        key=key,
     )
-    final = label_and_tag(client, built, record, [tag], emit)
-    image = engine.image(client, final)
-    assert image is not None, final
-    return KernelImage(tag, final, build, dict(image.labels), compiler, program.pattern())
+    return ensure_image(client, block, emit)
 
 
 def compiler_output(log: Path) -> str:

@@ -2,7 +2,7 @@
 
 `bandwidth` prints one JSON document (`bandwidth.json`: GB/s per size for the read-only
 and the copy kernel, and the device); a user's own kernel, timed by
-`runs/kernels/gmxbench_kernel.h`, one of the same family (`kernel.json`: ms and GB/s per
+`payloads/kernels/gmxbench_kernel.h`, one of the same family (`kernel.json`: ms and GB/s per
 kernel, and the device); `tune` leaves Kernel Tuner's own cache file
 (`tune_cache.json`: every configuration with its times) and `tune_meta.json`. The
 tuning analysis works on the cache file alone, so a stored cache file (or one from

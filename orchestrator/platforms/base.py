@@ -136,7 +136,7 @@ class KernelCompiler:
     compiler: str
     flags: list[str]
     libs: list[str]
-    #: The source of `bandwidth` for this platform (`runs/kernels/`).
+    #: The source of `bandwidth` for this platform (`payloads/kernels/`).
     source: str
     #: Vector widths (floats) the build's SIMD level allows, for `tune` on a CPU.
     vector_widths: list[int] = field(default_factory=lambda: [4])

@@ -10,7 +10,7 @@ GROMACS, with sizes in bytes (`64MiB`, `1.5GiB`, `1000000`) and `sweep` where th
 program sweeps sizes itself.
 
 A recipe in a user's folder may instead name its own sources next to the recipe file
-(`[sources]`: `hip`, `cuda`, `cpu`), written against `runs/kernels/gmxbench_kernel.h`;
+(`[sources]`: `hip`, `cuda`, `cpu`), written against `payloads/kernels/gmxbench_kernel.h`;
 the platform's API picks the one compiled (`images.user_kernels`). A recipe has either a
 `program` or `sources`.
 """

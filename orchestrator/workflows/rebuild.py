@@ -39,9 +39,9 @@ from orchestrator.images.gromacs import (
     SourceSpec,
     ensure_lockfile,
     gromacs_ref,
-    parse_version_info,
     record_of,
 )
+from orchestrator.images.gromacs_check import parse_version_info
 from orchestrator.images.provenance import (
     LOCK_LABEL,
     ImageRecord,
