@@ -15,7 +15,8 @@ from orchestrator.results.compare import compare_runs
 from orchestrator.results.judge import compare_groups
 from orchestrator.results.report import render, webhook_text
 from orchestrator.runs.hostinfo import HostInfo
-from orchestrator.runs.store import ImageRef, Run, RunResult, RunStore
+from orchestrator.store.records import ImageRef, RunResult
+from orchestrator.store.runstore import Run, RunStore
 from orchestrator.workflows.bench import BenchOutcome
 
 

@@ -21,7 +21,8 @@ from orchestrator.core.errors import UserError
 from orchestrator.parsers import rocpd
 from orchestrator.parsers.detect import parse_file
 from orchestrator.parsers.rocprof import find_rocprof_files, parse_kernel_csv, parse_rocprof
-from orchestrator.platforms.rocm import TRACE_DIR, RocmPlatform
+from orchestrator.platforms.rocm import RocmPlatform
+from orchestrator.store.layout import TRACE_DIR
 
 DATA = Path(__file__).parent / "data"
 SAMPLES = DATA / "samples"

@@ -22,9 +22,9 @@ from orchestrator.images.catalog import (
     label_and_tag,
     new_record,
 )
-from orchestrator.images.provenance import build_log_path
 from orchestrator.images.render import render, uses_buildkit
 from orchestrator.platforms import PLATFORMS, active, on
+from orchestrator.store.layout import build_log_path
 
 REPO = "gmxbench-builder"
 #: The tag example contexts give the builder (real ones end in the inputs key).

@@ -39,9 +39,7 @@ from orchestrator.images.provenance import (
     LOCK_LABEL,
     ImageRecord,
     Lockfile,
-    build_log_path,
     label,
-    lockfile_path,
     parse_lockfile,
     save_lockfile,
 )
@@ -56,6 +54,7 @@ from orchestrator.platforms.base import (
     Flavor,
     Platform,
 )
+from orchestrator.store.layout import build_log_path, codegen_path, lockfile_path
 
 REPO = "gromacs"
 DEV_CURRENT = f"{REPO}:dev-current"
@@ -340,7 +339,7 @@ def build_gromacs(
         keep_tag(client, existing, record.tag)
         emit(Message(f"up to date: {record.tag} ({existing.id[:19]}), nothing to build"))
         ensure_lockfile(settings.results_dir, existing, record)
-        if not fingerprint.codegen_path(settings.results_dir, record.tag).exists():
+        if not codegen_path(settings.results_dir, record.tag).exists():
             codegen = _fingerprint(client, existing.id, record, emit)
             if codegen is not None:
                 fingerprint.save(settings.results_dir, codegen, record.tag)

@@ -37,13 +37,7 @@ from orchestrator.images.catalog import (
 )
 from orchestrator.images.gromacs import example_probe, gromacs_ref
 from orchestrator.images.kernel_image import REPO, SOURCES, KernelImage, file_digests
-from orchestrator.images.provenance import (
-    KIND_LABEL,
-    TOOLCHAIN_LABEL,
-    ImageRecord,
-    build_log_path,
-    label,
-)
+from orchestrator.images.provenance import KIND_LABEL, TOOLCHAIN_LABEL, ImageRecord, label
 from orchestrator.images.render import render
 from orchestrator.images.user_kernels import TEMPLATE as USER_TEMPLATE
 from orchestrator.images.user_kernels import UserProgram, ensure_user, llvm_bin
@@ -52,6 +46,7 @@ from orchestrator.images.user_kernels import fingerprint as user_fingerprint
 from orchestrator.parsers.codegen import probe_argv
 from orchestrator.platforms import active, get
 from orchestrator.platforms.base import Compiler, KernelCompiler
+from orchestrator.store.layout import build_log_path
 
 REQUIREMENTS = "tune-requirements.txt"
 PROGRAMS = ("bandwidth", "tune")

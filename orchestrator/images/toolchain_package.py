@@ -15,9 +15,9 @@ from orchestrator.core.events import Emit, Message, ignore
 from orchestrator.core.settings import Settings
 from orchestrator.images import builder, toolchain
 from orchestrator.images.catalog import find_by_inputs, inputs_key, keep_tag, refuse_overwrite
-from orchestrator.images.provenance import build_log_path
 from orchestrator.images.render import render
 from orchestrator.platforms.base import Compiler
+from orchestrator.store.layout import build_log_path
 
 TEMPLATE = "toolchain-package"
 #: The package example renders use.

@@ -36,11 +36,12 @@ from orchestrator.images.catalog import (
     probe,
 )
 from orchestrator.images.kernel_image import REPO, SOURCES, KernelImage, file_digests
-from orchestrator.images.provenance import ImageRecord, build_log_path, label
+from orchestrator.images.provenance import ImageRecord, label
 from orchestrator.images.render import render
 from orchestrator.parsers.codegen import Codegen, parse_probe_output, probe_argv
 from orchestrator.platforms.base import KernelCompiler
 from orchestrator.platforms.rocm import STACKS
+from orchestrator.store.layout import build_log_path
 
 TEMPLATE = "kernel-user"
 #: The harness header and the header whose batch timing it reuses (`runs/kernels/`).

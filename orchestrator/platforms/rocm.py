@@ -49,16 +49,15 @@ from orchestrator.platforms.base import (
     common_cmake_flags,
 )
 from orchestrator.platforms.rocm_profilers import (
-    COUNTERS_DIR,
     ROCM_BIN,
     SYSTRACE_CAPS,
-    SYSTRACE_DIR,
     counters_outcome,
     counters_script,
     systrace_outcome,
     systrace_problems,
     systrace_script,
 )
+from orchestrator.store.layout import COUNTERS_DIR, SYSTRACE_DIR, TRACE_DIR
 
 #: What hipcc injects; going through clang directly puts these on us (field report).
 HIP_DEV_FLAGS = (
@@ -67,8 +66,6 @@ HIP_DEV_FLAGS = (
     "-Wno-pass-failed"
 )
 DEFAULT_ARCH = "gfx1201"
-#: Where the kernel trace goes, inside the run directory.
-TRACE_DIR = "rocprof"
 #: GPU performance levels that count as pinned for benchmarking.
 PINNED_LEVELS = ("high", "profile_peak", "profile_standard")
 #: The LLVM major Debian's hipcc (7.0.2) drives; its builder template checks it.

@@ -18,8 +18,8 @@ from orchestrator.core.errors import UserError
 from orchestrator.parsers.rocprof_compute import find_workload, parse_workload, unsupported_arch
 from orchestrator.parsers.rocprof_sys import parse_output, perfetto_hint
 from orchestrator.platforms.base import ProfileOutcome, ProfilerOptions
+from orchestrator.store.layout import COUNTERS_DIR, SYSTRACE_DIR
 
-COUNTERS_DIR, SYSTRACE_DIR = "rocprof-compute", "rocprof-sys"
 #: Below COUNTERS_DIR: the profiled replay's own mdrun files, the workload, the analysis.
 APP, WORKLOAD, ANALYSIS = "app", "workload", "analyze"
 #: The profilers live in the image's ROCm; run.sh finds them through $ROCM_PATH.
