@@ -20,9 +20,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from orchestrator.parsers.mdlog import cycle_breakdown, parse_mdlog
 from orchestrator.results.history import load_series
-from orchestrator.runs.database import Database, import_runs
 from orchestrator.runs.hostinfo import HostInfo
-from orchestrator.runs.store import ImageRef, RunResult, RunStore
+from orchestrator.store.database import Database, import_runs
+from orchestrator.store.layout import sqlite_path
+from orchestrator.store.records import ImageRef, RunResult
+from orchestrator.store.runstore import RunStore
 
 RUNS, COMMITS = 10_000, 50
 LOG = Path(__file__).resolve().parents[1] / "tests" / "data" / "mdlog" / "water-2022.5.log"
@@ -66,7 +68,7 @@ def main() -> list[dict[str, float | int | str]]:
         commits = _repository(Path(tmp) / "llvm")
         store = RunStore(Path(tmp) / "results")
         _write_runs(store, commits)
-        db = Database(f"sqlite:///{tmp}/results/runs.sqlite")
+        db = Database(f"sqlite:///{sqlite_path(Path(tmp) / 'results')}")
         db.migrate()
         started = time.perf_counter()
         done = import_runs(db, store)
@@ -87,7 +89,7 @@ def main() -> list[dict[str, float | int | str]]:
                 "points": len(series.points), "change points": ", ".join(flagged) or "none",
                 "target_s": 0.5,
             })  # fmt: skip
-        size_mb = (Path(tmp) / "results" / "runs.sqlite").stat().st_size / 1e6
+        size_mb = sqlite_path(Path(tmp) / "results").stat().st_size / 1e6
     return [
         {"benchmark": "db import (SQLite)", "runs": RUNS, "seconds": round(ingest, 2),
          "runs_per_s": round(RUNS / ingest), "db_mb": round(size_mb, 1), "target_s": 10.0},

@@ -216,7 +216,8 @@ def warm_compile_cache(engine: Any, settings: Any, record: Any) -> None:
     """
     from orchestrator import engine as engine_api
     from orchestrator.images.gromacs import SourceSpec
-    from orchestrator.images.provenance import load_lockfile, lockfile_path
+    from orchestrator.images.provenance import load_lockfile
+    from orchestrator.store.layout import lockfile_path
 
     lock = load_lockfile(lockfile_path(settings.results_dir, record.tag))
     cache, builder = lock.context["compile_cache"], lock.context["builder_image"]

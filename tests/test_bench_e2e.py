@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from orchestrator.results.report import render
-from orchestrator.runs.store import RunStore
+from orchestrator.store.runstore import RunStore
 from orchestrator.workflows.bench import BenchRequest, bench
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
@@ -128,7 +128,8 @@ def check_auto_bench(
 ) -> None:
     """What `test_default_repeats_run_abba_pairs_as_the_plan_says` asserts of a bench."""
     from orchestrator.runs.recipe import load_system
-    from orchestrator.runs.store import log_file, run_id
+    from orchestrator.store.layout import run_id
+    from orchestrator.store.runstore import log_file
 
     system = load_system(req.system, []).name
     groups = {

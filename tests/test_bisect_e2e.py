@@ -18,7 +18,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from orchestrator.cli import main
 from orchestrator.results import history
 from orchestrator.results.report import bisect_text, history_text
-from orchestrator.runs.database import Database
+from orchestrator.store.database import Database
 from orchestrator.workflows.bisect import BisectRequest, bisect
 from tests.mini_llvm import EXTRA_FLAGS, make_mini_llvm
 

@@ -18,7 +18,8 @@ from orchestrator.platforms import get
 from orchestrator.results.paired import RepeatPlan, repeat_plan
 from orchestrator.runs.hostinfo import HostInfo
 from orchestrator.runs.recipe import load_system
-from orchestrator.runs.store import ImageRef, RunResult, RunStore
+from orchestrator.store.records import ImageRef, RunResult
+from orchestrator.store.runstore import RunStore
 from orchestrator.workflows import pairs
 from orchestrator.workflows.bench_plan import BenchRequest, check_options, fitted, settle
 from orchestrator.workflows.budget import (

@@ -15,7 +15,7 @@ import pytest
 
 from orchestrator.core.events import Event, Step
 from orchestrator.results.report import render, webhook_text
-from orchestrator.runs.store import RunStore
+from orchestrator.store.runstore import RunStore
 from orchestrator.workflows.bench import BenchRequest, bench
 
 pytestmark = pytest.mark.engine

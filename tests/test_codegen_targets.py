@@ -45,7 +45,9 @@ from orchestrator.results.controlled import kernel_status
 from orchestrator.results.html_codegen import BenchCodegen, section
 from orchestrator.results.report import codegen_lines
 from orchestrator.runs.hostinfo import collect
-from orchestrator.runs.store import CODEGEN_FILE, ImageRef, RunResult, RunStore
+from orchestrator.store.layout import CODEGEN_FILE
+from orchestrator.store.records import ImageRef, RunResult
+from orchestrator.store.runstore import RunStore
 from orchestrator.workflows.bench import NOTHING_CHANGED, _summary, nothing_changed
 from orchestrator.workflows.codegen import Side, diff_report, runs_codegen, verdict_diff
 from orchestrator.workflows.placement import changed_families

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -15,7 +16,8 @@ from orchestrator.results.compare import compare_runs
 from orchestrator.results.judge import compare_groups
 from orchestrator.results.report import render, webhook_text
 from orchestrator.runs.hostinfo import HostInfo
-from orchestrator.runs.store import ImageRef, Run, RunResult, RunStore
+from orchestrator.store.records import ImageRef, RunResult
+from orchestrator.store.runstore import Run, RunStore
 from orchestrator.workflows.bench import BenchOutcome
 
 
@@ -209,6 +211,20 @@ def test_a_run_without_its_partner_is_left_out(tmp_path: Path) -> None:
     assert cmp.paired and cmp.ns_per_day.n_baseline == 5
     assert cmp.unpaired == ["stable__w__kernel-baseline-aa-r3"]
     assert "left out, no pair partner: stable__w__kernel-baseline-aa-r3" in render(cmp)
+
+
+def test_bench_groups_recorded_before_the_fields_still_pair(tmp_path: Path) -> None:
+    """Records of schema 3 said group, repeat and role only in their tags."""
+    _bench_groups(tmp_path, PAIRS)
+    for record in tmp_path.glob("*/result.json"):
+        old = json.loads(record.read_text())
+        for field in ("group", "repeat", "role", "bench"):
+            del old[field]
+        record.write_text(json.dumps({**old, "schema_version": 3}))
+    cmp = compare_runs(
+        load_runs(tmp_path, "stable__w__kernel-baseline-aa"), load_runs(tmp_path, "stable__w__aa")
+    )
+    assert cmp.paired and cmp.ns_per_day.n_baseline == 6 and not cmp.unpaired
 
 
 def test_groups_not_made_by_bench_cannot_be_forced_into_pairs(tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ from orchestrator.core.events import (
 from orchestrator.core.settings import load_settings
 from orchestrator.runs.hostinfo import HostInfo, HostNoise
 from orchestrator.runs.runner import RunEnded, RunStarted
-from orchestrator.runs.store import ImageRef, RunResult
+from orchestrator.store.records import ImageRef, RunResult
 
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # any control code but \t and \n
 STEPS = 1119

@@ -27,7 +27,7 @@ from orchestrator.results.controlled import KernelIndex, category_status, judge,
 from orchestrator.results.judge import compare_groups
 from orchestrator.results.report import render
 from orchestrator.results.verdicts import verdict
-from orchestrator.runs.store import RunStore
+from orchestrator.store.runstore import RunStore
 from tests.test_codegen import GROMACS, _codegen, _cpu_records
 from tests.test_compare import make_run
 

@@ -13,7 +13,7 @@ from orchestrator.parsers.rocprof import parse_rocprof
 from orchestrator.results.codegen_diff import CodegenDiff, diff
 from orchestrator.runs import coverage as cov
 from orchestrator.runs.recipe import load_recipe
-from orchestrator.runs.store import RunStore
+from orchestrator.store.runstore import RunStore
 from orchestrator.workflows.placement import changed_families
 from tests.test_codegen import DEMANGLED, GROMACS, _codegen
 from tests.test_store import _save

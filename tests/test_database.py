@@ -13,17 +13,18 @@ from typing import Any
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import inspect, text
+from sqlalchemy import MetaData, Table, inspect, text
 
 from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.settings import load_settings
 from orchestrator.parsers.mdlog import cycle_breakdown, parse_mdlog
 from orchestrator.results import history
 from orchestrator.results.report import history_text
-from orchestrator.runs import database
-from orchestrator.runs.database import Database, import_runs, record_quietly
 from orchestrator.runs.liveness import Owner
-from orchestrator.runs.store import RunResult, RunStore
+from orchestrator.store import database
+from orchestrator.store.database import Database, import_runs, record_quietly
+from orchestrator.store.records import RunResult
+from orchestrator.store.runstore import RunStore
 from tests import postgres
 from tests.test_store import _result, _save
 
@@ -73,7 +74,7 @@ def test_migrations_build_exactly_the_tables_the_code_uses(db_url: str) -> None:
     db.migrate()
     with db.engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn), database.metadata)
-    assert diff == [] and db.revision() == "0003"
+    assert diff == [] and db.revision() == "0004"
 
 
 def test_import_is_idempotent_and_records_failures_as_failures(db_url: str, tmp_path: Path) -> None:
@@ -101,7 +102,7 @@ def test_an_old_schema_is_upgraded_and_a_newer_one_refused(db_url: str, tmp_path
     db.migrate("0001")
     assert db.revision() == "0001" and "bisects" not in inspect(db.engine).get_table_names()
     Database(db_url).record([(tmp_path, _result("b__s__t"), None, "finished")])
-    assert db.revision() == "0003" and "bisects" in inspect(db.engine).get_table_names()
+    assert db.revision() == "0004" and "bisects" in inspect(db.engine).get_table_names()
     with db.engine.begin() as conn:
         conn.execute(text("UPDATE alembic_version SET version_num = '0099'"))
     with pytest.raises(UserError, match="schema revision 0099, which this gmxbench does not know"):
@@ -109,6 +110,22 @@ def test_an_old_schema_is_upgraded_and_a_newer_one_refused(db_url: str, tmp_path
     assert (
         Database(db_url).engine.connect().execute(text("SELECT count(*) FROM runs")).scalar() == 1
     )
+
+
+def test_runs_indexed_before_get_their_repeat_role_and_bench(db_url: str, tmp_path: Path) -> None:
+    """Revision 0004 fills its columns in rows indexed before, from their tags."""
+    db = Database(db_url)
+    db.migrate("0003")
+    old = Table("runs", MetaData(), autoload_with=db.engine)
+    with db.engine.begin() as conn:
+        for run in ("b__s__kernel-baseline-t-r2", "b__s__t-r2", "b__s__plain"):
+            row, _ = database._rows(tmp_path, _result(run), None, "finished")
+            conn.execute(old.insert().values({k: v for k, v in row.items() if k in old.c}))
+    rows = {r.run_id: (r.repeat, r.role, r.bench) for r in db.query(database.runs.select())}
+    assert rows == {
+        "b__s__kernel-baseline-t-r2": (2, "baseline", "t"), "b__s__t-r2": (2, None, None),
+        "b__s__plain": (None, None, None),
+    }  # fmt: skip
 
 
 def test_a_bench_that_measured_nothing_is_recorded_like_a_verdict(

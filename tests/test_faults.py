@@ -30,7 +30,9 @@ from orchestrator.images.provenance import (
 from orchestrator.parsers.breakdown import KernelBreakdown
 from orchestrator.runs.hostinfo import HostInfo
 from orchestrator.runs.liveness import STALE_SECONDS, Owner, heartbeat, heartbeat_age
-from orchestrator.runs.store import HEARTBEAT_FILE, ImageRef, RunResult, RunStore
+from orchestrator.store.layout import HEARTBEAT_FILE
+from orchestrator.store.records import ImageRef, RunResult
+from orchestrator.store.runstore import RunStore
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from orchestrator.images.provenance import lockfile_path
-from orchestrator.runs.store import RunStore
+from orchestrator.store.layout import lockfile_path
+from orchestrator.store.runstore import RunStore
 
 REPO = Path(__file__).resolve().parent.parent
 engine_mark = pytest.mark.engine

@@ -25,7 +25,9 @@ from orchestrator.core.errors import NoSpace
 from orchestrator.core.files import write_atomic
 from orchestrator.engine import BuildFailed
 from orchestrator.runs.inputs import fetch_inputs
-from orchestrator.runs.store import RESULT_FILE, RunResult, RunStore
+from orchestrator.store.layout import RESULT_FILE
+from orchestrator.store.records import RunResult
+from orchestrator.store.runstore import RunStore
 
 REPO = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -262,7 +264,7 @@ def test_a_results_database_on_a_full_disk_is_a_caution_with_the_right_fix(
     """The run stays recorded in its directory; the SQLite index says why it is not."""
     from orchestrator.core.events import Caution, Event
     from orchestrator.core.settings import load_settings
-    from orchestrator.runs.database import record_quietly
+    from orchestrator.store.database import record_quietly
 
     results = tmpfs(tmp_path / "results", "64k")
     run_dir = RunStore(results).create("b__water-3k-pme__t")

@@ -29,15 +29,9 @@ from orchestrator.results.html_codegen import BenchCodegen
 from orchestrator.results.paired import compare_pairs
 from orchestrator.results.stats import compare_samples
 from orchestrator.runs.hostinfo import HostInfo
-from orchestrator.runs.store import (
-    CODEGEN_FILE,
-    AsmDiffs,
-    ImageRef,
-    RunResult,
-    RunStore,
-    load_asm_diffs,
-    save_asm_diffs,
-)
+from orchestrator.store.layout import CODEGEN_FILE
+from orchestrator.store.records import ImageRef, RunResult
+from orchestrator.store.runstore import AsmDiffs, RunStore, load_asm_diffs, save_asm_diffs
 from orchestrator.workflows.codegen import collect_asm_diffs
 from tests.test_codegen import GROMACS as UNITS
 from tests.test_codegen import _codegen, _gz

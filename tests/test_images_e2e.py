@@ -17,7 +17,8 @@ from conftest import build_ours
 from orchestrator import engine as engine_mod
 from orchestrator.images.catalog import list_images, records_json
 from orchestrator.images.gromacs import DEV_CURRENT, build_gromacs
-from orchestrator.images.provenance import load_lockfile, lockfile_path
+from orchestrator.images.provenance import load_lockfile
+from orchestrator.store.layout import lockfile_path
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 

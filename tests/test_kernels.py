@@ -21,7 +21,6 @@ from test_faults import record, save  # a RunResult as the runner writes it
 from orchestrator.core.errors import UsageError, UserError
 from orchestrator.images.user_kernels import BINARY, UserProgram
 from orchestrator.parsers.kernelbench import (
-    KERNEL_FILE,
     MetricValue,
     bandwidth_values,
     kernel_values,
@@ -37,7 +36,8 @@ from orchestrator.results.report import render
 from orchestrator.runs import kernel_runs
 from orchestrator.runs.kernel_recipe import ResolvedKernel
 from orchestrator.runs.recipe import load_recipe, load_system
-from orchestrator.runs.store import RunStore
+from orchestrator.store.layout import USER_KERNEL_FILE
+from orchestrator.store.runstore import RunStore
 
 DATA = Path(__file__).parent / "data" / "kernels"
 GPU = DATA / "gpu"
@@ -350,15 +350,15 @@ def test_a_user_run_keeps_the_declared_metrics_and_names_missing_ones(tmp_path: 
     declared one the program did not report fails the run, naming what it reported."""
     system = load_system("saxpy", [USER / "saxpy"])
     assert isinstance(system, ResolvedKernel)
-    shutil.copy(DATA / "cpu" / "user_saxpy.json", tmp_path / KERNEL_FILE)
+    shutil.copy(DATA / "cpu" / "user_saxpy.json", tmp_path / USER_KERNEL_FILE)
     result = record("toolchain-x__saxpy-16MiB-default__t-0", build="toolchain-x")
     result.return_code = 0
     kernel_runs.fill(result, system.model_copy(update={"metrics": system.metrics[:2]}), tmp_path)
     assert result.finished and set(result.metrics) == {"saxpy_gbs", "saxpy_ms"}
     assert result.metrics["saxpy_ms"].better == "lower" and result.facts["api"] == "openmp"
-    data = json.loads((tmp_path / KERNEL_FILE).read_text())
+    data = json.loads((tmp_path / USER_KERNEL_FILE).read_text())
     data["kernels"] = data["kernels"][:1]
-    (tmp_path / KERNEL_FILE).write_text(json.dumps(data))
+    (tmp_path / USER_KERNEL_FILE).write_text(json.dumps(data))
     again = record("toolchain-x__saxpy-16MiB-default__t-1", build="toolchain-x")
     again.return_code = 0
     kernel_runs.fill(again, system, tmp_path)
@@ -366,4 +366,4 @@ def test_a_user_run_keeps_the_declared_metrics_and_names_missing_ones(tmp_path: 
     assert "reported no window_gbs, window_ms" in again.failure and "saxpy.toml" in again.failure
     argv, redirect = kernel_runs.command(system, None, "/run")  # type: ignore[arg-type]
     assert argv == [BINARY, "--size", str(16 << 20), "--variant", "default"]
-    assert redirect == f" > {KERNEL_FILE}"
+    assert redirect == f" > {USER_KERNEL_FILE}"

@@ -13,8 +13,8 @@ from orchestrator import engine as engine_mod
 from orchestrator.core.errors import UserError
 from orchestrator.images import kernels
 from orchestrator.results.report import kernel_run_text, render
-from orchestrator.runs.database import Database, runs
 from orchestrator.runs.runner import RunRequest, execute, plan_run
+from orchestrator.store.database import Database, runs
 from orchestrator.workflows.bench import BenchRequest, bench
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]

@@ -22,7 +22,15 @@ LAYERS = [
 ]  # fmt: skip
 #: Where a module's layer is not its top folder's: a feature package (one folder for one idea)
 #: spans layers, so each of its modules is placed here, the longest prefix winning.
-PLACED: dict[str, str] = {"orchestrator.payloads": "core"}
+PLACED: dict[str, str] = {
+    # programs run inside containers (stdlib only): they import nothing of ours
+    "orchestrator.payloads": "core",
+    # every path under the results folder, asked by the images too
+    "orchestrator.store.layout": "core",
+    # the host and owner a run record names, made by the runner
+    "orchestrator.runs.hostinfo": "store",
+    "orchestrator.runs.liveness": "store",
+}
 
 
 def _module_name(path: Path) -> str:
@@ -31,8 +39,8 @@ def _module_name(path: Path) -> str:
 
 
 #: payloads/kernels/ holds programs that run inside kernel images (Kernel Tuner, numpy there);
-#: runs/migrations/ holds Alembic's scripts, which Alembic loads (they import nothing of ours).
-NOT_MODULES = (PACKAGE / "payloads" / "kernels", PACKAGE / "runs" / "migrations")
+#: store/migrations/ holds Alembic's scripts, which Alembic loads (they import nothing of ours).
+NOT_MODULES = (PACKAGE / "payloads" / "kernels", PACKAGE / "store" / "migrations")
 MODULES = {
     _module_name(p): p
     for p in sorted(PACKAGE.rglob("*.py"))
@@ -127,6 +135,17 @@ def test_label_keys_are_spelled_only_in_provenance() -> None:
     assert not _lines(r'LABEL_PREFIX \+ ["\']', ("orchestrator.images.provenance",))
     assert not _lines(r'["\']gmxbench\.[a-z_]+["\']', ("orchestrator.images.provenance",))
     assert _lines(r'["\']gmxbench\.["\']', ())  # provenance's own prefix is found
+
+
+def test_results_paths_are_spelled_only_in_the_layout() -> None:
+    names = r"result|kernel_result|codegen|counters|systrace|scheduler|bandwidth|kernel|tune_\w+"
+    spelled = (
+        rf'["\'](({names})\.json|(std\w+|scheduler)\.log|run\.sh|runs\.sqlite|\.(asm|scheduler)'
+        r'|\.gmxbench-\w+)["\']|/ *["\'](images|logs)["\']'
+        r'|["\']\.(lock|codegen|rebuild)\.json["\']|-r\{|-r\(?\\d'
+    )
+    assert not _lines(spelled, ("orchestrator.store.layout",))
+    assert _lines(spelled, ())  # the layout's own names are found
 
 
 def test_only_the_cli_prints() -> None:

@@ -28,7 +28,7 @@ from conftest import json_webhook
 
 from orchestrator import engine as engine_mod
 from orchestrator.images.gromacs import DEV_CURRENT
-from orchestrator.runs.store import RunStore
+from orchestrator.store.runstore import RunStore
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow, pytest.mark.full_compile]
 

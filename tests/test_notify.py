@@ -194,7 +194,7 @@ def test_console_posts_run_events(hook: Hook, monkeypatch: pytest.MonkeyPatch) -
     from orchestrator.cli.console import Console
     from orchestrator.runs.hostinfo import HostInfo
     from orchestrator.runs.runner import RunEnded, RunStarted
-    from orchestrator.runs.store import ImageRef, RunResult
+    from orchestrator.store.records import ImageRef, RunResult
 
     monkeypatch.setenv("ORCH_WEBHOOK_URL", hook.url)
     monkeypatch.setenv("ORCH_WEBHOOK_FORMAT", "json")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.core.errors import UsageError, UserError
-from orchestrator.runs.store import inspect as parse_path
+from orchestrator.store.runstore import inspect as parse_path
 
 DATA = Path(__file__).parent / "data"
 NORMAL = DATA / "mdlog" / "water-2022.5.log"

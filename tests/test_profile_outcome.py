@@ -9,7 +9,8 @@ from pathlib import Path
 from orchestrator.platforms.rocm import RocmPlatform
 from orchestrator.results.judge import compare_groups
 from orchestrator.results.report import render, top_functions_text
-from orchestrator.runs.store import COUNTERS_FILE, SYSTRACE_FILE, RunStore
+from orchestrator.store.layout import COUNTERS_FILE, SYSTRACE_FILE
+from orchestrator.store.runstore import RunStore
 from tests.test_compare import make_run
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -19,8 +19,9 @@ from conftest import cache_files
 from orchestrator.core.errors import UserError
 from orchestrator.core.settings import load_settings
 from orchestrator.images.blocks import example_context
-from orchestrator.images.provenance import ImageRecord, Lockfile, lockfile_path, save_lockfile
+from orchestrator.images.provenance import ImageRecord, Lockfile, save_lockfile
 from orchestrator.images.render import render
+from orchestrator.store.layout import lockfile_path, rebuild_report_path
 from orchestrator.workflows.rebuild import (
     FileDiff,
     RebuildReport,
@@ -29,7 +30,6 @@ from orchestrator.workflows.rebuild import (
     find_lockfile,
     private_mounts,
     rebuild,
-    report_path,
     summary,
 )
 
@@ -181,7 +181,7 @@ def test_rebuild_runs_the_compile_stage_again_and_keeps_the_compile_cache(
     """What `rebuild` asks of BuildKit, on a stand-in build stage: the stage runs again (a
     new layer, twice over), with the compile cache off, and the cache mount keeps what
     earlier builds put there (`--no-cache` would have swapped it for an empty one)."""
-    from orchestrator.images.provenance import lockfile_path
+    from orchestrator.store.layout import lockfile_path
 
     mount = f"gmxbench-test-{uuid.uuid4().hex}"
     tag, settings, made = _stand_in(engine, STAND_IN, toolchain_image, "standin", tmp_path,
@@ -269,7 +269,7 @@ def test_rebuild_of_dev_image_is_identical(engine: Any, dev_image: Any, cpu_sett
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     assert proc.stdout.startswith("identical: all ")
     report = RebuildReport.model_validate(
-        json.loads(report_path(cpu_settings.results_dir, dev_image.tag).read_text())
+        json.loads(rebuild_report_path(cpu_settings.results_dir, dev_image.tag).read_text())
     )
     assert report.identical is True and report.original_id == dev_image.id
     assert report.files_compared > 100 and report.version_mismatches == {}
@@ -346,7 +346,7 @@ def test_rebuild_names_exactly_the_file_that_differs(engine: Any, tmp_path: Path
     assert report.differing == [FileDiff(path=stamp, original=before[stamp], rebuilt=after[stamp])]
     text = summary(report)
     assert text.startswith("NOT identical: 1 of 3 files") and stamp in text
-    saved = RebuildReport.model_validate_json(report_path(tmp_path, report.tag).read_text())
+    saved = RebuildReport.model_validate_json(rebuild_report_path(tmp_path, report.tag).read_text())
     assert saved == report
 
     same, (before, after) = _stand_in_rebuild(engine, parent, tmp_path, FIXED_STAMP)

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from orchestrator import engine as engine_mod
-from orchestrator.images.provenance import load_lockfile, lockfile_path
+from orchestrator.images.provenance import load_lockfile
 from orchestrator.runs.runner import RunRequest, execute, plan_run
+from orchestrator.store.layout import lockfile_path
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
@@ -101,8 +102,8 @@ def test_stable_fingerprint_lists_every_hip_kernel_with_its_resources(
     """codegen.json, taken when the image was built, lists every gfx1201 kernel of GROMACS
     2026.3 (566 here; counted again below from the code objects' metadata notes, not by
     the probe), each with its register, spill, LDS and scratch counts and LLVM's occupancy."""
-    from orchestrator.images.fingerprint import codegen_path
     from orchestrator.parsers.codegen import load_codegen
+    from orchestrator.store.layout import codegen_path
 
     codegen = load_codegen(codegen_path(rocm_settings.results_dir, rocm_stable.tag))
     kernels = [k for k in codegen.kernels.values() if k.kind == "kernel"]
@@ -130,12 +131,8 @@ def test_debian_base_is_made_again_identically_from_its_lockfile(
     what the mirror serves is refused with the snapshot to use, tagging nothing."""
     from orchestrator.core.errors import UserError
     from orchestrator.core.settings import load_settings
-    from orchestrator.images.base import (
-        load_base_lock,
-        lock_path,
-        make_base,
-        refuse_other_packages,
-    )
+    from orchestrator.images.base import load_base_lock, make_base, refuse_other_packages
+    from orchestrator.store.layout import lockfile_path
 
     settings = load_settings(platform="rocm", rocm_stack="debian", results_dir=tmp_path)
     first, again = "gmxbench-scratch/base:sid-first", "gmxbench-scratch/base:sid-again"
@@ -143,11 +140,11 @@ def test_debian_base_is_made_again_identically_from_its_lockfile(
         # Made now, not the session's base: on a cold engine that one was bootstrapped an
         # hour before, and sid's Release (its date, its packages) moves several times a day.
         make_base(engine, settings, suite="sid", tag=first)
-        lock = load_base_lock(lock_path(tmp_path, first))
+        lock = load_base_lock(lockfile_path(tmp_path, first))
         assert lock.suite == "sid" and "apt" in lock.packages and len(lock.packages) > 50
         assert lock.snapshot_mirror.startswith("https://snapshot.debian.org/archive/debian/20")
         image = make_base(engine, settings, tag=again, lock=lock)
-        assert load_base_lock(lock_path(tmp_path, again)).packages == lock.packages
+        assert load_base_lock(lockfile_path(tmp_path, again)).packages == lock.packages
         assert image.labels["gmxbench.suite_date"] == lock.release_date
     finally:
         for tag in (first, again):

@@ -42,10 +42,11 @@ from objdump_kernels import changed as objdump_changed
 
 from orchestrator.core.errors import UserError
 from orchestrator.core.events import Event
-from orchestrator.images.provenance import ImageRecord, load_lockfile, lockfile_path
+from orchestrator.images.provenance import ImageRecord, load_lockfile
 from orchestrator.results.codegen_diff import CodegenDiff
-from orchestrator.runs.database import Database, benches
-from orchestrator.runs.store import RunStore
+from orchestrator.store.database import Database, benches
+from orchestrator.store.layout import lockfile_path
+from orchestrator.store.runstore import RunStore
 from orchestrator.workflows.bench import BenchRequest, bench
 from orchestrator.workflows.codegen import codegen_diff
 from orchestrator.workflows.placement import changed_families

@@ -22,7 +22,7 @@ from orchestrator.parsers import rocpd
 from orchestrator.parsers.detect import parse_file
 from orchestrator.parsers.rocprof import find_rocprof_files, parse_kernel_csv, parse_rocprof
 from orchestrator.platforms.rocm import RocmPlatform
-from orchestrator.platforms.rocm.profilers import TRACE_DIR
+from orchestrator.store.layout import TRACE_DIR
 
 DATA = Path(__file__).parent / "data"
 SAMPLES = DATA / "samples"

@@ -30,7 +30,8 @@ from orchestrator.parsers.rocprof_compute import (
 )
 from orchestrator.platforms.base import ProfileOutcome
 from orchestrator.results.counter_compare import compare_counters, render_comparison
-from orchestrator.runs.store import COUNTERS_FILE, RunStore
+from orchestrator.store.layout import COUNTERS_FILE
+from orchestrator.store.runstore import RunStore
 
 DATA = Path(__file__).parent / "data" / "rocprof_compute"
 MI100 = DATA / "vcopy" / "MI100"

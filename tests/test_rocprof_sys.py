@@ -22,7 +22,8 @@ from orchestrator.parsers.rocprof_sys import (
     perfetto_hint,
 )
 from orchestrator.platforms.base import ProfileOutcome
-from orchestrator.runs.store import SYSTRACE_FILE, RunStore
+from orchestrator.store.layout import SYSTRACE_FILE
+from orchestrator.store.runstore import RunStore
 
 DATA = Path(__file__).parent / "data" / "rocprof_sys"
 OLD = DATA / "doc-1e5f7f6"

@@ -18,7 +18,7 @@ from orchestrator.platforms.cpu import CpuPlatform
 from orchestrator.platforms.rocm import RocmPlatform
 from orchestrator.platforms.rocm.profilers import systrace_problems
 from orchestrator.runs.runner import RunRequest, dry_run_text, execute, mdrun_command, plan_run
-from orchestrator.runs.store import RunStore
+from orchestrator.store.runstore import RunStore
 
 load_result = RunStore.load
 

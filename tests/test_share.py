@@ -24,14 +24,9 @@ from orchestrator.core.errors import UserError
 from orchestrator.core.events import Event
 from orchestrator.core.settings import load_settings
 from orchestrator.images.catalog import label_and_tag, shared_tag
-from orchestrator.images.provenance import (
-    LOCK_LABEL,
-    ImageRecord,
-    Lockfile,
-    load_lockfile,
-    lockfile_path,
-)
+from orchestrator.images.provenance import LOCK_LABEL, ImageRecord, Lockfile, load_lockfile
 from orchestrator.platforms import active
+from orchestrator.store.layout import lockfile_path
 from orchestrator.workflows import share
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]

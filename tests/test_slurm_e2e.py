@@ -21,7 +21,8 @@ from orchestrator.core.settings import SlurmSettings
 from orchestrator.results.judge import compare_groups
 from orchestrator.runs.executors import Job, SlurmExecutor
 from orchestrator.runs.runner import RunRequest
-from orchestrator.runs.store import RunResult, RunStore
+from orchestrator.store.records import RunResult
+from orchestrator.store.runstore import RunStore
 from orchestrator.workflows.bench import BenchRequest, bench
 from orchestrator.workflows.matrix import load_matrix, matrix
 from tests import slurm

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -9,9 +10,10 @@ import pytest
 
 from orchestrator.core.errors import UsageError, UserError
 from orchestrator.parsers.mdlog import cycle_breakdown, parse_mdlog
-from orchestrator.runs import store
 from orchestrator.runs.hostinfo import HostInfo
-from orchestrator.runs.store import ImageRef, RunResult, RunStore
+from orchestrator.store import layout, runstore
+from orchestrator.store.records import ImageRef, RunResult
+from orchestrator.store.runstore import RunStore
 
 LOG = Path(__file__).parent / "data" / "mdlog" / "water-2022.5.log"
 
@@ -35,9 +37,31 @@ def _save(runs: RunStore, run: str, **changes: object) -> Path:
 
 
 def test_ids_and_repeat_tags() -> None:
-    assert store.run_id("dev-x", "water:3k:pme", "t") == "dev-x__water-3k-pme__t"
-    assert store.repeat_tag("t", 1, 1) == "t"
-    assert [store.repeat_tag("t", i, 3) for i in (1, 2, 3)] == ["t-r1", "t-r2", "t-r3"]
+    assert layout.run_id("dev-x", "water:3k:pme", "t") == "dev-x__water-3k-pme__t"
+    assert layout.repeat_tag("t", 1, 1) == "t"
+    assert [layout.repeat_tag("t", i, 3) for i in (1, 2, 3)] == ["t-r1", "t-r2", "t-r3"]
+
+
+def test_records_say_their_group_repeat_and_role(tmp_path: Path) -> None:
+    """Schema 4: what a tag's `-r<N>` and `kernel-baseline-` said is written as fields."""
+    path = _save(RunStore(tmp_path), "b__s__kernel-baseline-t-r2")
+    written = json.loads((path / layout.RESULT_FILE).read_text())
+    assert written["schema_version"] == 4 and written["group"] == "b__s__kernel-baseline-t"
+    assert (written["repeat"], written["role"], written["bench"]) == (2, "baseline", "t")
+    single = _result("b__s__t")
+    assert (single.group, single.repeat, single.role, single.bench) == ("b__s__t", None, None, None)
+    assert (_result("b__s__t-r3").group_tag, single.group_tag) == ("t", "t")
+
+
+def test_a_record_from_before_the_fields_is_placed_by_its_tag(tmp_path: Path) -> None:
+    """A schema 3 result.json (no group, repeat, role or bench) loads with them derived."""
+    path = tmp_path / "b__s__kernel-baseline-t-r10"
+    path.mkdir()
+    old = _result(path.name).model_dump(mode="json", exclude={"group", "repeat", "role", "bench"})
+    (path / layout.RESULT_FILE).write_text(json.dumps({**old, "schema_version": 3}))
+    loaded = RunStore.load(path)
+    assert loaded.schema_version == 3 and loaded.group == "b__s__kernel-baseline-t"
+    assert (loaded.repeat, loaded.role, loaded.bench) == (10, "baseline", "t")
 
 
 def test_groups_hold_the_tag_and_its_repeats_only(tmp_path: Path) -> None:
@@ -86,8 +110,8 @@ def test_schema_1_runs_get_their_energies_from_md_log(tmp_path: Path) -> None:
 
 
 def test_log_tail_prefers_stderr(tmp_path: Path) -> None:
-    assert store.log_tail(tmp_path) == "(no log)"
+    assert runstore.log_tail(tmp_path) == "(no log)"
     (tmp_path / "topol.log").write_text("md\n" * 30)
-    assert store.log_tail(tmp_path, 2) == "md\nmd"
+    assert runstore.log_tail(tmp_path, 2) == "md\nmd"
     (tmp_path / "stderr.log").write_text("Fatal error\n")
-    assert store.log_tail(tmp_path) == "Fatal error"
+    assert runstore.log_tail(tmp_path) == "Fatal error"

@@ -34,10 +34,11 @@ from orchestrator.core.events import Event, Message
 from orchestrator.images import builder, kernels
 from orchestrator.images.gromacs import build_gromacs
 from orchestrator.images.llvm_tree import collect, content_sha256
-from orchestrator.images.provenance import load_lockfile, lockfile_path
+from orchestrator.images.provenance import load_lockfile
 from orchestrator.images.toolchain import compiler_of
 from orchestrator.images.toolchain_llvm import BUILD_LABEL, ensure_environment
 from orchestrator.parsers.elf import dotted, newest, read_elf
+from orchestrator.store.layout import lockfile_path
 from orchestrator.workflows.build import toolchain_for
 
 pytestmark = [pytest.mark.engine]

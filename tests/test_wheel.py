@@ -130,7 +130,7 @@ def test_installed_creates_and_migrates_the_results_database(
     from alembic.script import ScriptDirectory
 
     config = Config()
-    config.set_main_option("script_location", str(ROOT / "orchestrator/runs/migrations"))
+    config.set_main_option("script_location", str(ROOT / "orchestrator/store/migrations"))
     head = ScriptDirectory.from_config(config).get_current_head()
     out = _gmxbench(installed, "db", "info", cwd=tmp_path, ORCH_RESULTS_DIR=str(tmp_path)).stdout
     assert f"schema {head}, 0 runs" in out and (tmp_path / "runs.sqlite").is_file()

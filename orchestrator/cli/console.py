@@ -50,9 +50,9 @@ from orchestrator.core.events import (
 )
 from orchestrator.core.settings import Settings
 from orchestrator.results.notify import Notifier
-from orchestrator.runs import store
 from orchestrator.runs.runner import RunEnded, RunStarted
-from orchestrator.runs.store import RunResult
+from orchestrator.store import layout
+from orchestrator.store.records import RunResult
 
 #: Off a terminal, a build without a counted step says where it is this often.
 QUIET_SECONDS = 300.0
@@ -324,7 +324,7 @@ class Console:
             (label, stamp, folded), self._pending = self._pending, None
         if not self._runs_shown:
             self._runs_shown = True
-            files = f"{store.STDOUT_FILE}, {store.STDERR_FILE}, {store.LOG_NAMES[0]}"
+            files = f"{layout.STDOUT_FILE}, {layout.STDERR_FILE}, {layout.LOG_NAMES[0]}"
             self._line(f"  run logs: {self.results_dir}/<run id>/ ({files})")
         meter = RunMeter(label, result.run_id, result.steps, stamp, folded)
         self._runs[result.run_id] = meter

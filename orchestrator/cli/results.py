@@ -27,8 +27,8 @@ from orchestrator.results.html_codegen import BenchCodegen
 from orchestrator.results.judge import compare_groups
 from orchestrator.results.judgement import judge
 from orchestrator.results.report import history_text, render, webhook_text
-from orchestrator.runs.database import Database, import_runs, shown
-from orchestrator.runs.store import RunStore, load_asm_diffs
+from orchestrator.store.database import Database, import_runs, shown
+from orchestrator.store.runstore import RunStore, load_asm_diffs
 from orchestrator.workflows import codegen
 
 

@@ -25,10 +25,11 @@ from orchestrator.core.errors import UsageError
 from orchestrator.core.settings import Settings
 from orchestrator.platforms.base import ProfilerOptions
 from orchestrator.results.report import kernel_run_text, top_functions_text
-from orchestrator.runs import runner, store
+from orchestrator.runs import runner
 from orchestrator.runs.clean import clean_runs
 from orchestrator.runs.executors import Job, LocalExecutor, executor_for
 from orchestrator.runs.recipe import find_recipes
+from orchestrator.store import layout, records, runstore
 
 PROFILES = ("none", "trace", "counters", "systrace")
 
@@ -131,7 +132,7 @@ def run(args: argparse.Namespace, settings: Settings, console: Console) -> int:
     if args.dry_run:
         print(runner.dry_run_text(plan))
         return 0
-    recorded = plan.run_dir / store.RESULT_FILE
+    recorded = plan.run_dir / layout.RESULT_FILE
     try:
         result = runner.execute(client, settings, plan, console)
     except KeyboardInterrupt as exc:
@@ -177,12 +178,12 @@ def _run_as_job(
         return 0
     (ran,) = executor.run([[job]], console)
     result = ran[0]
-    recorded = settings.results_dir / result.run_id / store.RESULT_FILE
+    recorded = settings.results_dir / result.run_id / layout.RESULT_FILE
     print(recorded.parent)
     return _ended(result, recorded, console)
 
 
-def _ended(result: store.RunResult, recorded: Path, console: Console) -> int:
+def _ended(result: records.RunResult, recorded: Path, console: Console) -> int:
     if not result.finished:
         console.error(
             f"run {result.run_id} did not finish: {result.failure}; "
@@ -196,7 +197,7 @@ def _ended(result: store.RunResult, recorded: Path, console: Console) -> int:
     if result.profile is not None:
         said = f": {result.profile.message}" if result.profile.message else ""
         console.note(f"{result.profile.mode} profile {result.profile.status}{said}")
-        trace = store.RunStore.system_trace(recorded.parent)
+        trace = runstore.RunStore.system_trace(recorded.parent)
         if trace is not None and trace.functions:
             print(top_functions_text(trace), end="")
     return 0
@@ -207,7 +208,7 @@ class RunRow(BaseModel):
 
     run: str
     path: str
-    state: store.RunState
+    state: records.RunState
     build: str | None
     system: str | None
     tag: str | None
@@ -218,7 +219,7 @@ class RunRow(BaseModel):
     why: str
 
     @classmethod
-    def of(cls, status: store.Status) -> RunRow:
+    def of(cls, status: runstore.Status) -> RunRow:
         result, metric, unit = status.result, None, None
         value = result.headline_value() if result is not None else None
         if result is not None and value is not None:
@@ -235,7 +236,7 @@ class RunRow(BaseModel):
 
 
 def list_runs(args: argparse.Namespace, settings: Settings, console: Console) -> int:
-    runs = store.RunStore(settings.results_dir)
+    runs = runstore.RunStore(settings.results_dir)
     paths = runs.resolve(args.spec) if args.spec else runs.runs()
     if args.json:
         print_json([RunRow.of(runs.status(path)) for path in paths])
@@ -251,7 +252,7 @@ def list_runs(args: argparse.Namespace, settings: Settings, console: Console) ->
     return 0
 
 
-def _headline(result: store.RunResult | None) -> str | None:
+def _headline(result: records.RunResult | None) -> str | None:
     """ns/day, or a kernel run's headline metric with its name and unit."""
     if result is None or (value := result.headline_value()) is None:
         return None
@@ -275,7 +276,7 @@ def clean(args: argparse.Namespace, settings: Settings, console: Console) -> int
 
 
 def parse(args: argparse.Namespace, settings: Settings, console: Console) -> int:
-    print(json.dumps(store.inspect(args.path), indent=2))
+    print(json.dumps(runstore.inspect(args.path), indent=2))
     return 0
 
 

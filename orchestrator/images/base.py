@@ -28,9 +28,10 @@ from orchestrator.core.settings import Settings
 from orchestrator.engine import Client, Image
 from orchestrator.images.catalog import now_iso
 from orchestrator.images.ensure import Block, Stamp, ensure_image
-from orchestrator.images.provenance import KIND_LABEL, build_log_path, image_file, label
+from orchestrator.images.provenance import KIND_LABEL, label
 from orchestrator.platforms import active
 from orchestrator.platforms.base import DEBOOTSTRAP_REPO
+from orchestrator.store.layout import build_log_path, lockfile_path
 
 
 class BaseLock(BaseModel):
@@ -53,10 +54,6 @@ class BaseLock(BaseModel):
 
 def base_tag(suite: str) -> str:
     return f"{DEBOOTSTRAP_REPO}:{suite}"
-
-
-def lock_path(results_dir: Path, tag: str) -> Path:
-    return image_file(results_dir, tag, ".lock.json")
 
 
 def load_base_lock(path: Path) -> BaseLock:
@@ -130,7 +127,7 @@ def make_base(
         tag=tag, id=image.id, suite=suite, mirror=mirror, release_date=released,
         packages=packages, created=now_iso(),
     )  # fmt: skip
-    path = write_atomic(lock_path(settings.results_dir, tag), made.model_dump_json(indent=2))
+    path = write_atomic(lockfile_path(settings.results_dir, tag), made.model_dump_json(indent=2))
     emit(Message(f"made base image {tag} ({image.id[:19]}), {len(packages)} packages; {path}"))
     return image
 

@@ -15,9 +15,9 @@ from orchestrator.engine import Client
 from orchestrator.images.base import ensure_base
 from orchestrator.images.catalog import Ref, base_digest, find_by_inputs, inputs_key, new_record
 from orchestrator.images.ensure import Block, Stamp, ensure_image
-from orchestrator.images.provenance import build_log_path
 from orchestrator.images.render import render, uses_buildkit
 from orchestrator.platforms import PLATFORMS, active, on
+from orchestrator.store.layout import build_log_path
 
 REPO = "gmxbench-builder"
 #: The tag example contexts give the builder (real ones end in the inputs key).

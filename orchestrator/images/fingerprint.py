@@ -18,16 +18,13 @@ from orchestrator.core.errors import UserError
 from orchestrator.core.files import write_atomic
 from orchestrator.engine import Client
 from orchestrator.images.catalog import probe
-from orchestrator.images.provenance import ImageRecord, image_file
+from orchestrator.images.provenance import ImageRecord
 from orchestrator.parsers.codegen import Codegen, parse_probe_output
 from orchestrator.platforms import get
+from orchestrator.store.layout import codegen_path
 
 #: Longest a probe may take (all of GROMACS' kernels: seconds to a minute).
 PROBE_TIMEOUT = 1800
-
-
-def codegen_path(results_dir: Path, tag: str) -> Path:
-    return image_file(results_dir, tag, ".codegen.json")
 
 
 def _prefix(record: ImageRecord) -> str:

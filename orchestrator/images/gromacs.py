@@ -31,9 +31,7 @@ from orchestrator.images.provenance import (
     LOCK_LABEL,
     ImageRecord,
     Lockfile,
-    build_log_path,
     label,
-    lockfile_path,
     parse_lockfile,
     save_lockfile,
 )
@@ -47,6 +45,7 @@ from orchestrator.platforms.base import (
     Flavor,
 )
 from orchestrator.platforms.roles import Platform
+from orchestrator.store.layout import build_log_path, codegen_path, lockfile_path
 
 REPO = "gromacs"
 DEV_CURRENT = f"{REPO}:dev-current"
@@ -339,7 +338,7 @@ def build_gromacs(
         keep_tag(client, existing, record.tag)
         emit(Message(f"up to date: {record.tag} ({existing.id[:19]}), nothing to build"))
         ensure_lockfile(settings.results_dir, existing, record)
-        if not fingerprint.codegen_path(settings.results_dir, record.tag).exists():
+        if not codegen_path(settings.results_dir, record.tag).exists():
             codegen = _fingerprint(client, existing.id, record, emit)
             if codegen is not None:
                 fingerprint.save(settings.results_dir, codegen, record.tag)

@@ -40,7 +40,6 @@ from orchestrator.images.kernel_image import (
 from orchestrator.images.provenance import (
     KIND_LABEL,
     TOOLCHAIN_LABEL,
-    build_log_path,
     label,
 )
 from orchestrator.images.render import render
@@ -51,6 +50,7 @@ from orchestrator.images.user_kernels import fingerprint as user_fingerprint
 from orchestrator.parsers.codegen import probe_argv
 from orchestrator.platforms import active, get
 from orchestrator.platforms.base import Compiler, KernelCompiler
+from orchestrator.store.layout import build_log_path
 
 REQUIREMENTS = "tune-requirements.txt"
 PROGRAMS = ("bandwidth", "tune")

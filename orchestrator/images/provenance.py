@@ -16,6 +16,7 @@ from orchestrator.core.files import DamagedRecord, damage, read_model, write_ato
 from orchestrator.core.idents import LlvmCommit
 from orchestrator.core.settings import split_targets
 from orchestrator.platforms.base import CompileCacheStats
+from orchestrator.store.layout import lockfile_path
 
 #: Prefix of every label this project puts on images and containers.
 LABEL_PREFIX = "gmxbench."
@@ -166,23 +167,6 @@ class Lockfile(BaseModel):
     def embedded(self) -> dict[str, str]:
         """The label that carries this lockfile inside its image (which cannot know its id)."""
         return {LOCK_LABEL: self.model_dump_json(exclude={"record": {"id"}})}
-
-
-def image_file(results_dir: Path, tag: str, suffix: str) -> Path:
-    """`results/images/<tag>.<suffix>`: where an image's lockfile and reports live."""
-    return results_dir / "images" / (tag.replace("/", "_").replace(":", "__") + suffix)
-
-
-def build_log_path(results_dir: Path, tag: str, what: str = "build") -> Path:
-    """`results/logs/<tag>.build.log`: the whole log of the last build of `tag` (`what`
-    names other logs of an image: `rebuild`, `debootstrap`). Not beside the lockfiles:
-    a build that fails or is stopped leaves its log, and `results/images/` only what
-    was made."""
-    return results_dir / "logs" / image_file(results_dir, tag, f".{what}.log").name
-
-
-def lockfile_path(results_dir: Path, tag: str) -> Path:
-    return image_file(results_dir, tag, ".lock.json")
 
 
 def save_lockfile(results_dir: Path, lock: Lockfile) -> Path:

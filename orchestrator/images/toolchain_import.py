@@ -34,10 +34,11 @@ from orchestrator.images.llvm_tree import (
     find_commit,
     validate,
 )
-from orchestrator.images.provenance import ImageRecord, build_log_path
+from orchestrator.images.provenance import ImageRecord
 from orchestrator.images.toolchain_llvm import BUILD_LABEL, CONTENT_FILE
 from orchestrator.platforms import active
 from orchestrator.platforms.base import Compiler
+from orchestrator.store.layout import build_log_path
 
 #: What names an import's inputs (its files' digest and the builder), like a template name.
 INPUTS = "toolchain-import"

@@ -32,10 +32,11 @@ from orchestrator.images.gitsource import (
     is_url,
     resolve_commit,
 )
-from orchestrator.images.provenance import build_log_path, label
+from orchestrator.images.provenance import label
 from orchestrator.images.render import render, render_script
 from orchestrator.platforms import active
 from orchestrator.platforms.base import Compiler
+from orchestrator.store.layout import build_log_path
 
 TEMPLATE = "toolchain-llvm"
 #: What the LLVM toolchains are built for: the GPU backend and the host.

@@ -16,9 +16,9 @@ from orchestrator.engine import Client
 from orchestrator.images import builder, toolchain
 from orchestrator.images.catalog import find_by_inputs, inputs_key
 from orchestrator.images.ensure import Block, ensure_image
-from orchestrator.images.provenance import build_log_path
 from orchestrator.images.render import render
 from orchestrator.platforms.base import Compiler
+from orchestrator.store.layout import build_log_path
 
 TEMPLATE = "toolchain-package"
 #: The package example renders use.

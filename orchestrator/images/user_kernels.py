@@ -36,11 +36,12 @@ from orchestrator.images.kernel_image import (
     file_digests,
     kernel_record,
 )
-from orchestrator.images.provenance import build_log_path, label
+from orchestrator.images.provenance import label
 from orchestrator.images.render import render
 from orchestrator.parsers.codegen import Codegen, parse_probe_output, probe_argv
 from orchestrator.platforms.base import KernelCompiler
 from orchestrator.platforms.rocm.stacks import STACKS
+from orchestrator.store.layout import build_log_path
 
 TEMPLATE = "kernel-user"
 #: The harness header and the header whose batch timing it reuses (`payloads/kernels/`).

@@ -2,7 +2,8 @@
 
 Detection looks at names and headers, not at what the caller claims: an md.log by any
 name, a rocprof CSV or rocpd database, or a folder of rocprof output. Run directories are
-the run store's business (`orchestrator.runs.store.inspect`), which uses these for the files inside.
+the run store's business (`orchestrator.store.runstore.inspect`), which uses these for
+the files inside.
 """
 
 from __future__ import annotations

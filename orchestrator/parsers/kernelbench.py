@@ -25,10 +25,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from orchestrator.core.errors import UserError
 from orchestrator.core.files import read_model
 
-BANDWIDTH_FILE = "bandwidth.json"
-KERNEL_FILE = "kernel.json"
-TUNE_CACHE_FILE = "tune_cache.json"
-TUNE_META_FILE = "tune_meta.json"
 #: A configuration this close to the best counts as "near the optimum".
 NEAR = 0.10
 Better = Literal["higher", "lower", "none"]

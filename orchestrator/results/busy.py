@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from orchestrator.results.paired import MIN_PAIRS
 from orchestrator.results.stats import Verdict
-from orchestrator.runs.store import Run
+from orchestrator.store.runstore import Run
 
 #: Clean pairs (paired) or clean runs on each side (unpaired) a verdict needs.
 MIN_CLEAN = MIN_PAIRS

@@ -24,7 +24,8 @@ from orchestrator.results.controlled import Controlled, controlled_for
 from orchestrator.results.counter_compare import CounterComparison
 from orchestrator.results.stats import Verdict
 from orchestrator.results.verdicts import adjust_for_many_categories, verdict
-from orchestrator.runs.store import BASELINE_TAG, Run, RunResult
+from orchestrator.store.records import RunResult
+from orchestrator.store.runstore import Run
 
 #: Relative difference of average potential energy beyond which a run is suspect.
 ENERGY_TOLERANCE = 0.01
@@ -183,14 +184,15 @@ def _potential(run: Run) -> float | None:
 def bench_pairs(base: list[Run], cand: list[Run]) -> tuple[list[tuple[Run, Run]], list[str]]:
     """The (baseline, candidate) pairs of one `bench`, and the runs that have no partner.
 
-    `bench` tags the baseline run of each pair `kernel-baseline-<the candidate's tag>`;
-    groups not made that way give no pairs.
+    `bench` records the baseline run of each pair as the baseline of its tag
+    (`RunResult.role`, `bench`): its partner is the run of the same repeat in the group of
+    that tag. Groups not made that way give no pairs.
     """
-    by_tag = {r.result.tag: r for r in cand}
+    by_place = {(r.result.group_tag, r.result.repeat): r for r in cand}
     pairs: list[tuple[Run, Run]] = []
     for b in base:
-        partner = by_tag.pop(b.result.tag.removeprefix(f"{BASELINE_TAG}-"), None)
-        if b.result.tag.startswith(f"{BASELINE_TAG}-") and partner is not None:
+        partner = by_place.pop((b.result.bench or "", b.result.repeat), None)
+        if b.result.role == "baseline" and partner is not None:
             pairs.append((b, partner))
     paired = {r.path.name for pair in pairs for r in pair}
     return pairs, [r.path.name for r in base + cand if r.path.name not in paired]

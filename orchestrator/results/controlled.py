@@ -40,7 +40,7 @@ from orchestrator.parsers.categories import CATEGORIES, base_name, strip_kernel_
 from orchestrator.results.codegen_diff import CodegenDiff, short_name
 from orchestrator.results.stats import Verdict
 from orchestrator.results.verdicts import adjust_for_many_categories, verdict
-from orchestrator.runs.store import Run
+from orchestrator.store.runstore import Run
 
 Status = Literal["changed", "unchanged", "unknown"]
 #: CPU categories never used as a control (see the module's docstring).

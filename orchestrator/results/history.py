@@ -28,17 +28,15 @@ from orchestrator.core.idents import is_commit_id
 from orchestrator.parsers.categories import CATEGORIES
 from orchestrator.results.changepoints import change_points
 from orchestrator.results.stats import Verdict, compare_samples
-from orchestrator.runs.database import (
+from orchestrator.store.database import (
     Database,
     bisect_steps,
     bisects,
     categories,
-    group_of,
     kernels,
     metrics,
     runs,
 )  # fmt: skip
-from orchestrator.runs.store import BASELINE_TAG
 
 #: The headline of GROMACS runs; a category name or a kernel recipe's metric otherwise.
 NS_PER_DAY = "ns/day"
@@ -343,20 +341,18 @@ def load_bisects(db: Database) -> list[Bisect]:
 
 def latest_bench(db: Database, system: str | None = None) -> tuple[str, str] | None:
     """The baseline and candidate groups of the newest `bench` (its re-measured baseline
-    group is tagged `kernel-baseline-<tag>`), or None when no bench is recorded."""
-    prefix = f"{BASELINE_TAG}-"
-    where = runs.c.tag.startswith(prefix) & (runs.c.state == "finished")
+    group's runs are recorded as its baseline, `role`), or None when no bench is recorded."""
+    where = (runs.c.role == "baseline") & (runs.c.state == "finished")
     if system is not None:
         where &= runs.c.system == system
     newest = db.query(select(runs).where(where).order_by(runs.c.started.desc()).limit(1))
     if not newest:
         return None
     base = newest[0]
-    stem = group_of(base.tag).removeprefix(prefix)
     peers = db.query(
         select(runs.c.group_name).where(
             (runs.c.system == base.system) & (runs.c.group_name != base.group_name)
-            & runs.c.group_name.endswith(f"__{stem}")
+            & runs.c.group_name.endswith(f"__{base.bench}")
         ).limit(1)
     )  # fmt: skip
     return (base.group_name, peers[0].group_name) if peers else None

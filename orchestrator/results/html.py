@@ -29,7 +29,7 @@ from orchestrator.results.report import (
     verdict_rows,
 )
 from orchestrator.results.stats import Verdict
-from orchestrator.runs.database import group_of
+from orchestrator.store.layout import group_of
 
 #: Each chart's height in pixels; the width follows the window (`responsive`).
 CHART_HEIGHT = 420

@@ -29,7 +29,7 @@ from orchestrator.results.codegen_targets import verdict_note
 from orchestrator.results.compare import Comparison
 from orchestrator.results.controlled import Controlled
 from orchestrator.results.stats import Verdict
-from orchestrator.runs.store import AsmDiffs, KernelAsm
+from orchestrator.store.runstore import AsmDiffs, KernelAsm
 
 NOT_KEPT = (
     "the assembly was not kept for this bench (made before `bench` saved code diffs, or "

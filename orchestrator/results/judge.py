@@ -7,7 +7,7 @@ from orchestrator.results.codegen_diff import CodegenDiff
 from orchestrator.results.compare import Comparison, compare_runs
 from orchestrator.results.counter_compare import compare_counters
 from orchestrator.results.kernel_compare import compare_kernel_runs
-from orchestrator.runs.store import Run, RunStore
+from orchestrator.store.runstore import Run, RunStore
 
 
 def compare_groups(

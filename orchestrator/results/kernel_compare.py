@@ -10,12 +10,13 @@ also says whether the optimum moved between the builds, from their cache files.
 from __future__ import annotations
 
 from orchestrator.core.errors import UsageError
-from orchestrator.parsers.kernelbench import TUNE_CACHE_FILE, optimum_shift, parse_bytes
+from orchestrator.parsers.kernelbench import optimum_shift, parse_bytes
 from orchestrator.results.busy import screen
 from orchestrator.results.compare import Comparison, bench_pairs, noise_lines, silence
 from orchestrator.results.stats import Verdict
 from orchestrator.results.verdicts import adjust_for_many_categories, verdict
-from orchestrator.runs.store import Run
+from orchestrator.store.layout import TUNE_CACHE_FILE
+from orchestrator.store.runstore import Run
 
 
 def compare_kernel_runs(

@@ -14,7 +14,7 @@ from orchestrator.results.compare import Comparison
 from orchestrator.results.counter_compare import render_comparison
 from orchestrator.results.history import Bisect, Series
 from orchestrator.results.stats import Verdict
-from orchestrator.runs.store import RunResult
+from orchestrator.store.records import RunResult
 
 Format = Literal["simple", "markdown"]
 HEADERS = ["", "baseline", "this", "Δ%", "CI of Δ", "detectable", "p", "baseline range",

@@ -1,4 +1,3 @@
-"""Runs: recipes (what to run), inputs (downloaded once, verified), host info, the runner
-(one container, one `result.json`) and the run store (the only module that knows the
-results layout).
+"""Runs: recipes (what to run), inputs (downloaded once, verified), host info and the runner
+(one container, one `result.json`, kept by `orchestrator.store`).
 """

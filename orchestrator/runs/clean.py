@@ -17,7 +17,7 @@ from orchestrator.core.settings import Settings
 from orchestrator.engine import Client
 from orchestrator.images.provenance import OWNER_LABEL, ROLE_LABEL, RUN_LABEL
 from orchestrator.runs.liveness import Owner
-from orchestrator.runs.store import RunStore
+from orchestrator.store.runstore import RunStore
 
 
 @dataclass

@@ -29,7 +29,8 @@ from pathlib import Path
 from orchestrator.parsers.categories import base_name
 from orchestrator.platforms import get as platform
 from orchestrator.runs.recipe import Recipe, ResolvedSystem, list_recipes
-from orchestrator.runs.store import RunResult, RunStore
+from orchestrator.store.records import RunResult
+from orchestrator.store.runstore import RunStore
 
 #: Families told by the kernel's (or host function's) base name, before its category.
 NAME_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (

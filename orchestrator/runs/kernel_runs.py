@@ -16,10 +16,6 @@ from orchestrator.core.files import write_atomic
 from orchestrator.images.kernel_image import KernelImage
 from orchestrator.images.user_kernels import BINARY, UserProgram
 from orchestrator.parsers.kernelbench import (
-    BANDWIDTH_FILE,
-    KERNEL_FILE,
-    TUNE_CACHE_FILE,
-    TUNE_META_FILE,
     MetricValue,
     bandwidth_values,
     kernel_values,
@@ -29,18 +25,23 @@ from orchestrator.parsers.kernelbench import (
     tune_values,
 )
 from orchestrator.runs.kernel_recipe import ResolvedKernel
-from orchestrator.runs.store import RunResult
+from orchestrator.store.layout import (
+    BANDWIDTH_FILE,
+    TUNE_CACHE_FILE,
+    TUNE_META_FILE,
+    TUNE_SUMMARY_FILE,
+    USER_KERNEL_FILE,
+)
+from orchestrator.store.records import RunResult
 
 KERNELS_DIR = "/opt/gmxbench/kernels"
-#: The tuning summary a tune run leaves next to Kernel Tuner's cache file.
-TUNE_SUMMARY_FILE = "tune_summary.json"
 
 
 def command(system: ResolvedKernel, image: KernelImage, workdir: str) -> tuple[list[str], str]:
     """(argv, the output redirection run.sh adds) of the kernel program."""
     if isinstance(system.program, UserProgram):
         argv = [BINARY, "--size", str(system.bytes), "--variant", system.variant]
-        return argv, f" > {KERNEL_FILE}"
+        return argv, f" > {USER_KERNEL_FILE}"
     if system.program == "bandwidth":
         binary = "bandwidth-nt" if system.variant == "nt" else "bandwidth"
         argv = [f"{KERNELS_DIR}/bin/{binary}"]
@@ -106,7 +107,7 @@ def fill(result: RunResult, system: ResolvedKernel, run_dir: Path) -> None:
 
 def _values(result: RunResult, system: ResolvedKernel, run_dir: Path) -> dict[str, float]:
     if isinstance(system.program, UserProgram):
-        user = parse_kernel(run_dir / KERNEL_FILE)
+        user = parse_kernel(run_dir / USER_KERNEL_FILE)
         result.facts = {
             "api": user.api,
             "device": user.device.name,

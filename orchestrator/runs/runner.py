@@ -1,6 +1,6 @@
 """One run: one container of one image on one system, with a tag (the field report's gmxrun).
 
-The run directory (`store.RunStore`) is mounted at /run; mdrun writes there, and the
+The run directory (`runstore.RunStore`) is mounted at /run; mdrun writes there, and the
 host gets `result.json` whatever happens: a finished run with its numbers, or an
 unfinished one with its failure (a timeout, a signal, the engine going away). No
 container outlives the run; if the process itself dies (SIGKILL), the record names
@@ -26,7 +26,6 @@ from orchestrator.core.events import Caution, Emit, Event, ignore
 from orchestrator.core.settings import Settings
 from orchestrator.engine import Client, EngineGone
 from orchestrator.images import kernels
-from orchestrator.images.fingerprint import codegen_path
 from orchestrator.images.gitsource import checked_commit
 from orchestrator.images.gromacs import gromacs_ref
 from orchestrator.images.provenance import container_labels, label
@@ -34,14 +33,17 @@ from orchestrator.parsers.mdlog import MdLog, parse_mdlog
 from orchestrator.platforms import active, get, host_cpu
 from orchestrator.platforms.base import ProfileMode, ProfilerOptions
 from orchestrator.platforms.roles import Platform
-from orchestrator.runs import database, kernel_runs, store
+from orchestrator.runs import kernel_runs
 from orchestrator.runs.hostinfo import HostInfo, NoiseSampler
 from orchestrator.runs.hostinfo import collect as collect_host
 from orchestrator.runs.inputs import fetch_inputs
 from orchestrator.runs.kernel_recipe import ResolvedKernel
 from orchestrator.runs.liveness import Owner, heartbeat
 from orchestrator.runs.recipe import ResolvedSystem, load_system
-from orchestrator.runs.store import ImageRef, RunResult, RunStore
+from orchestrator.store import database, layout, runstore
+from orchestrator.store.layout import codegen_path
+from orchestrator.store.records import ImageRef, RunResult, placement
+from orchestrator.store.runstore import RunStore
 
 
 @dataclass(frozen=True)
@@ -126,7 +128,7 @@ class Plan:
 def mdrun_command(
     ntomp: int, steps: int, recipe_args: list[str], user_args: list[str]
 ) -> list[str]:
-    cmd = ["gmx", "mdrun", "-v", "-deffnm", store.DEFFNM, "-ntmpi", "1", "-ntomp", str(ntomp)]
+    cmd = ["gmx", "mdrun", "-v", "-deffnm", layout.DEFFNM, "-ntmpi", "1", "-ntomp", str(ntomp)]
     cmd += ["-pin", "on"]
     if "-resetstep" not in user_args:
         cmd.append("-resethway")
@@ -180,7 +182,7 @@ def plan_run(
         platform = host_cpu()
     steps = _user_steps(req.mdrun_args) or req.steps or system.default_steps
     tag = req.tag or default_tag()
-    run_dir = RunStore(settings.results_dir).path(store.run_id(build_name, system.name, tag))
+    run_dir = RunStore(settings.results_dir).path(layout.run_id(build_name, system.name, tag))
     ntomp = settings.jobs
     user_args = req.mdrun_args
     if req.cpu_only:
@@ -189,20 +191,20 @@ def plan_run(
     profiler = (system.profiler or ProfilerOptions()).merged(req.profiler)
     script = (
         "#!/bin/sh\n# written by gmxbench: prepare topol.tpr, then mdrun\n"
-        f"cd {store.CONTAINER_DIR}\n"
-        f"date +%s.%N > {store.TIMES_FILE}\n"
-        + system.setup_script(f"{store.CONTAINER_DIR}/{store.INPUTS_DIR}", steps)
-        + f"date +%s.%N >> {store.TIMES_FILE}\n"
-        + platform.profiler.launch(mdrun, req.profile, store.CONTAINER_DIR, profiler)
+        f"cd {layout.CONTAINER_DIR}\n"
+        f"date +%s.%N > {layout.TIMES_FILE}\n"
+        + system.setup_script(f"{layout.CONTAINER_DIR}/{layout.INPUTS_DIR}", steps)
+        + f"date +%s.%N >> {layout.TIMES_FILE}\n"
+        + platform.profiler.launch(mdrun, req.profile, layout.CONTAINER_DIR, profiler)
     )
     options = platform.run.container_options(req.device, req.profile, engine.kind(client))
     options.confined(engine.container_user(engine.kind(client)), settings.run_pids_limit)
     container: dict[str, Any] = {
         "image": image.id if image is not None else ref,
         "image_tag": ref,
-        "command": ["sh", f"{store.CONTAINER_DIR}/{store.SCRIPT_FILE}"],
-        "working_dir": store.CONTAINER_DIR,
-        "volumes": {str(run_dir.resolve()): {"bind": store.CONTAINER_DIR, "mode": "rw"}},
+        "command": ["sh", f"{layout.CONTAINER_DIR}/{layout.SCRIPT_FILE}"],
+        "working_dir": layout.CONTAINER_DIR,
+        "volumes": {str(run_dir.resolve()): {"bind": layout.CONTAINER_DIR, "mode": "rw"}},
         "environment": {"OMP_NUM_THREADS": str(ntomp), **options.environment},
         "labels": container_labels("run", run_dir.name, OWNER.model_dump_json()),
         "network_disabled": True,
@@ -236,7 +238,7 @@ def run_id_of(client: Client, settings: Settings, req: RunRequest) -> str:
         build = kernels.build_name(image, ref)
     elif image is not None:
         build = image.labels.get(label("build")) or req.build
-    return store.run_id(build, system.name, req.tag)
+    return layout.run_id(build, system.name, req.tag)
 
 
 def _plan_kernel(
@@ -247,17 +249,17 @@ def _plan_kernel(
     image = kernels.ensure(client, settings, req.build, system.program, emit)
     platform = get(image.labels.get(label("platform")) or "cpu")
     tag = req.tag or default_tag()
-    run_dir = RunStore(settings.results_dir).path(store.run_id(image.build, system.name, tag))
-    argv, redirect = kernel_runs.command(system, image, store.CONTAINER_DIR)
-    script = kernel_runs.script(argv, redirect, store.TIMES_FILE, store.CONTAINER_DIR)
+    run_dir = RunStore(settings.results_dir).path(layout.run_id(image.build, system.name, tag))
+    argv, redirect = kernel_runs.command(system, image, layout.CONTAINER_DIR)
+    script = kernel_runs.script(argv, redirect, layout.TIMES_FILE, layout.CONTAINER_DIR)
     options = platform.run.container_options(req.device, engine=engine.kind(client))
     options.confined(engine.container_user(engine.kind(client)), settings.run_pids_limit)
     container: dict[str, Any] = {
         "image": image.id,
         "image_tag": image.tag,
-        "command": ["sh", f"{store.CONTAINER_DIR}/{store.SCRIPT_FILE}"],
-        "working_dir": store.CONTAINER_DIR,
-        "volumes": {str(run_dir.resolve()): {"bind": store.CONTAINER_DIR, "mode": "rw"}},
+        "command": ["sh", f"{layout.CONTAINER_DIR}/{layout.SCRIPT_FILE}"],
+        "working_dir": layout.CONTAINER_DIR,
+        "volumes": {str(run_dir.resolve()): {"bind": layout.CONTAINER_DIR, "mode": "rw"}},
         "environment": {"OMP_NUM_THREADS": str(settings.jobs), **options.environment},
         "labels": container_labels("run", run_dir.name, OWNER.model_dump_json()),
         "network_disabled": True,
@@ -272,7 +274,7 @@ def _plan_kernel(
 
 
 def dry_run_text(plan: Plan) -> str:
-    shown = {**plan.container, "run_dir": str(plan.run_dir), "run.sh": plan.script}
+    shown = {**plan.container, "run_dir": str(plan.run_dir), layout.SCRIPT_FILE: plan.script}
     if plan.problems:
         shown["preflight_problems"] = plan.problems
     return json.dumps(shown, indent=2)
@@ -286,12 +288,12 @@ def _prepare(settings: Settings, plan: Plan, run_dir: Path, emit: Emit) -> None:
         )
         assert inputs is not None
         for rel in plan.system.required_files():
-            target = run_dir / store.INPUTS_DIR / rel
+            target = run_dir / layout.INPUTS_DIR / rel
             with space_for(target, "an input file of the run"):
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(inputs / rel, target)
-    with space_for(run_dir / store.SCRIPT_FILE, "the run's script"):
-        (run_dir / store.SCRIPT_FILE).write_text(plan.script)
+    with space_for(run_dir / layout.SCRIPT_FILE, "the run's script"):
+        (run_dir / layout.SCRIPT_FILE).write_text(plan.script)
 
 
 def execute(client: Client, settings: Settings, plan: Plan, emit: Emit = ignore) -> RunResult:
@@ -314,8 +316,8 @@ def execute(client: Client, settings: Settings, plan: Plan, emit: Emit = ignore)
         codegen = codegen_path(settings.results_dir, gromacs_ref(plan.build_name))
         with space_for(run_dir, "the run's provenance and heartbeat files"):
             if codegen.exists():  # the image's codegen fingerprint, as provenance
-                shutil.copyfile(codegen, run_dir / store.CODEGEN_FILE)
-            (run_dir / store.HEARTBEAT_FILE).touch()
+                shutil.copyfile(codegen, run_dir / layout.CODEGEN_FILE)
+            (run_dir / layout.HEARTBEAT_FILE).touch()
         runs.save(run_dir, result)
     except BaseException as exc:
         shutil.rmtree(run_dir, ignore_errors=True)  # nothing half-made is left
@@ -333,10 +335,10 @@ def execute(client: Client, settings: Settings, plan: Plan, emit: Emit = ignore)
     )  # fmt: skip
     try:
         emit(RunStarted(f"{result.run_id} started", result))
-        with heartbeat(run_dir / store.HEARTBEAT_FILE), noise:
+        with heartbeat(run_dir / layout.HEARTBEAT_FILE), noise:
             code = engine.run(
                 client, config, name=name, timeout=plan.request.timeout,
-                logs=(run_dir / store.STDOUT_FILE, run_dir / store.STDERR_FILE), emit=emit,
+                logs=(run_dir / layout.STDOUT_FILE, run_dir / layout.STDERR_FILE), emit=emit,
             )  # fmt: skip
         program = "mdrun" if isinstance(plan.system, ResolvedSystem) else plan.system.program
         failure = None if code == 0 else f"{program} exited with code {code}"
@@ -367,7 +369,7 @@ def execute(client: Client, settings: Settings, plan: Plan, emit: Emit = ignore)
                 stopped = stopped.adding(f"The run is recorded as failed in {recorded}.")
     if plan.request.record and run_dir.is_dir():
         database.record_quietly(settings, run_dir, result, emit)
-    tail = "" if result.finished else store.log_tail(run_dir)
+    tail = "" if result.finished else runstore.log_tail(run_dir)
     emit(RunEnded(f"{result.run_id} ended", result, tail))
     if stopped is not None:
         raise stopped
@@ -416,12 +418,13 @@ def _new_record(plan: Plan, run: str, host: HostInfo) -> RunResult:
         device=plan.request.device if plan.platform.run.has_devices else None,
         owner=OWNER,
         batch_job=os.environ.get("SLURM_JOB_ID"),
+        **placement(run, plan.tag),
     )
 
 
 def _fill_from_log(result: RunResult, run_dir: Path) -> MdLog | None:
     """Numbers from md.log into the result; the parsed log for the breakdown, if any."""
-    log_path = run_dir / store.LOG_NAMES[0]
+    log_path = run_dir / layout.LOG_NAMES[0]
     if not log_path.exists():
         result.failure = result.failure or "mdrun wrote no topol.log"
         return None
@@ -430,7 +433,7 @@ def _fill_from_log(result: RunResult, run_dir: Path) -> MdLog | None:
     except UserError as exc:
         result.failure = result.failure or exc.message
         return None
-    result.setup_seconds = store.setup_seconds(run_dir)
+    result.setup_seconds = runstore.setup_seconds(run_dir)
     result.gmx_version = md.gmx_version
     result.atoms = md.atoms
     result.pme_grid = md.pme_grid

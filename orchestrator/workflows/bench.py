@@ -28,10 +28,10 @@ from orchestrator.results.codegen_diff import CodegenDiff, summary_lines
 from orchestrator.results.codegen_targets import nothing_to_measure, targets_line, verdict_note
 from orchestrator.results.compare import Comparison
 from orchestrator.results.judge import compare_groups
-from orchestrator.runs.database import BenchRecord, record_bench
 from orchestrator.runs.kernel_recipe import ResolvedKernel
 from orchestrator.runs.recipe import load_system
-from orchestrator.runs.store import RunStore
+from orchestrator.store.database import BenchRecord, record_bench
+from orchestrator.store.runstore import RunStore
 from orchestrator.workflows.bench_plan import BenchRequest as BenchRequest  # its callers' name
 from orchestrator.workflows.bench_plan import (
     Settled,

@@ -31,6 +31,7 @@ from orchestrator.platforms.roles import Platform
 from orchestrator.results.paired import MIN_PAIRS, repeat_plan
 from orchestrator.runs.recipe import load_system
 from orchestrator.runs.runner import check_limits
+from orchestrator.store.layout import lockfiles
 from orchestrator.workflows.budget import (
     Fit,
     budget_seconds,
@@ -292,7 +293,7 @@ def _side_lines(
 
 def _lockfiles(results_dir: Path) -> list[Lockfile]:
     out = []
-    for path in sorted((results_dir / "images").glob("*.lock.json")):
+    for path in lockfiles(results_dir):
         try:
             out.append(load_lockfile(path))
         except UserError:  # a damaged lockfile only loses an estimate

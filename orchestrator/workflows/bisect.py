@@ -45,9 +45,10 @@ from orchestrator.results.compare import Comparison
 from orchestrator.results.history import Bisect, BisectStep, BisectVerdict
 from orchestrator.results.paired import MIN_PAIRS, repeat_plan
 from orchestrator.results.stats import Verdict
-from orchestrator.runs.database import Database, bisect_steps, bisects, group_of
 from orchestrator.runs.kernel_recipe import ResolvedKernel
 from orchestrator.runs.recipe import load_system
+from orchestrator.store.database import Database, bisect_steps, bisects
+from orchestrator.store.layout import group_of
 from orchestrator.workflows.bench import BenchRequest, bench
 from orchestrator.workflows.bench_plan import PlanLine, check_numbers, run_seconds
 from orchestrator.workflows.build import toolchain_for

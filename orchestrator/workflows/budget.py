@@ -39,7 +39,8 @@ from orchestrator.results.paired import RepeatPlan
 from orchestrator.results.sequential import AUTO_EARLY
 from orchestrator.runs.kernel_recipe import ResolvedKernel
 from orchestrator.runs.recipe import ResolvedSystem
-from orchestrator.runs.store import RunResult, RunStore
+from orchestrator.store.records import RunResult
+from orchestrator.store.runstore import RunStore
 
 #: The fewest pairs a budget leaves: 3 for a marker, rounded up to even (auto's first look).
 LEAST_PAIRS = AUTO_EARLY

@@ -31,7 +31,8 @@ from orchestrator.results.codegen_targets import (
     targets_line,
     verdict_note,
 )
-from orchestrator.runs.store import CODEGEN_FILE, AsmDiffs, KernelAsm, RunStore, save_asm_diffs
+from orchestrator.store.layout import CODEGEN_FILE, RESULT_FILE, codegen_path
+from orchestrator.store.runstore import AsmDiffs, KernelAsm, RunStore, save_asm_diffs
 
 
 @dataclass
@@ -53,7 +54,7 @@ def image_codegen(
             f"No GROMACS image {gromacs_ref(ref)} in the engine; `nox -s images` lists them."
         )
     record = record_of(image)
-    cached = fingerprint.codegen_path(settings.results_dir, record.tag)
+    cached = codegen_path(settings.results_dir, record.tag)
     if cached.exists():
         codegen = load_codegen(cached)
         if codegen.build == record.tag:
@@ -71,7 +72,7 @@ def side(client: Client, settings: Settings, spec: str, emit: Emit = ignore) -> 
     """A run (its `codegen.json`, else its image) or an image, by name."""
     runs = RunStore(settings.results_dir)
     path = Path(spec) if Path(spec).is_dir() else runs.path(spec)
-    if path.is_dir() and (path / "result.json").exists():
+    if path.is_dir() and (path / RESULT_FILE).exists():
         copy = path / CODEGEN_FILE
         if copy.exists():
             return Side(path.name, load_codegen(copy), None)

@@ -38,11 +38,12 @@ from orchestrator.engine import Client
 from orchestrator.platforms.base import ProfileMode
 from orchestrator.results.compare import Comparison
 from orchestrator.results.judge import compare_groups
-from orchestrator.runs import store
 from orchestrator.runs.executors import Job, executor_for
 from orchestrator.runs.recipe import load_system
 from orchestrator.runs.runner import RunRequest
-from orchestrator.runs.store import RunResult, RunStore
+from orchestrator.store import layout
+from orchestrator.store.records import RunResult
+from orchestrator.store.runstore import RunStore
 
 
 class GpuType(SlurmResources):
@@ -141,7 +142,7 @@ def matrix(
     for chain, records in zip(chains, ran, strict=True):
         for (_, cell), result in zip(chain, records, strict=True):
             cell.results.append(result)
-            cell.group = cell.group or store.run_id(result.build, cell.system, cell.tag)
+            cell.group = cell.group or layout.run_id(result.build, cell.system, cell.tag)
     _judge(cells, RunStore(settings.results_dir), threshold_pct, alpha, emit)
     elapsed = (datetime.now(UTC) - started).total_seconds()
     return MatrixOutcome(spec.name or "", tag, executor.name, cells, elapsed)
@@ -167,7 +168,7 @@ def _plan(
                 for build in builds if repeat % 2 else builds[::-1]:
                     request = RunRequest(
                         build=build, system=system, profile=spec.profile,
-                        tag=store.repeat_tag(cell_tag, repeat, spec.repeats),
+                        tag=layout.repeat_tag(cell_tag, repeat, spec.repeats),
                         mdrun_args=spec.mdrun_args, steps=spec.steps, timeout=spec.timeout,
                         cpu_only=spec.cpu_only,
                     )  # fmt: skip

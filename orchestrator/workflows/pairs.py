@@ -14,10 +14,11 @@ from orchestrator.engine import Client
 from orchestrator.images.provenance import ImageRecord
 from orchestrator.platforms import get
 from orchestrator.results.paired import RepeatPlan, baseline_first, repeat_plan
-from orchestrator.runs import runner, store
+from orchestrator.runs import runner
 from orchestrator.runs.executors import Job, executor_for
 from orchestrator.runs.recipe import load_system
-from orchestrator.runs.store import RunResult
+from orchestrator.store import layout
+from orchestrator.store.records import RunResult
 from orchestrator.workflows.bench_plan import BenchRequest, fitted, run_seconds
 from orchestrator.workflows.budget import LEAST_PAIRS, Spend, budget_seconds, duration
 
@@ -38,8 +39,8 @@ def run_pairs(
 ) -> Groups:  # fmt: skip
     """Baseline and candidate, both measured now, in interleaved pairs (ABBA ABBA…).
 
-    Every bench measures its baseline again, in a group of its own tagged
-    `kernel-baseline-<candidate tag>` (so `compare` finds the pairs later): a stored
+    Every bench measures its baseline again, in a group of its own (`layout.baseline_tag`:
+    its records name the bench, so `compare` finds the pairs later): a stored
     baseline is history, not the comparison, since a machine drifts between benches (with
     each run 0.5 % slower than the last, reusing one gave 57 % false alarms at 7 runs).
     The pairs run in counterbalanced order so a linear drift cancels; `--repeats auto`
@@ -61,10 +62,10 @@ def run_pairs(
     if candidate.llvm_commit:
         default_tag = f"llvm-{candidate.llvm_commit}"
     tag = req.tag or f"{default_tag}-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
-    base_tag = f"{store.BASELINE_TAG}-{tag}"
+    base_tag = layout.baseline_tag(tag)
     groups = Groups(
-        baseline=store.run_id(baseline.build or "", system, base_tag),
-        candidate=store.run_id(candidate.build or "", system, tag),
+        baseline=layout.run_id(baseline.build or "", system, base_tag),
+        candidate=layout.run_id(candidate.build or "", system, tag),
     )
     clean: tuple[list[float], list[float]] = ([], [])  # pairs whose runs had the host alone
     left_out: list[int] = []  # the last batch's pairs with a run that shared the machine
@@ -95,7 +96,7 @@ def run_pairs(
             of = f"of {how_many}" if groups.pairs <= plan.most else "(measured again)"
             for image, group_tag, side in order if baseline_first(groups.pairs) else order[::-1]:
                 label = f"pair {groups.pairs} {of}, {side}: {image.build} on {system}"
-                run_tag = store.repeat_tag(group_tag, groups.pairs, plan.most)
+                run_tag = layout.repeat_tag(group_tag, groups.pairs, plan.most)
                 request = _request(image, system, run_tag, req, kernel)
                 folded = Folded(f"pair {groups.pairs} {of} on {system}", side, len(order))
                 batch.append(Job(label, request, folded=folded))

@@ -17,7 +17,7 @@ from orchestrator.core.settings import Settings
 from orchestrator.results.codegen_diff import CodegenDiff, short_name
 from orchestrator.runs.coverage import JUDGED, candidates, choose, coverage, family, finished_runs
 from orchestrator.runs.recipe import DEFAULT_SYSTEM, load_recipe
-from orchestrator.runs.store import RunStore
+from orchestrator.store.runstore import RunStore
 
 #: `--system auto`: the cheapest system that runs every changed kernel.
 AUTO = "auto"

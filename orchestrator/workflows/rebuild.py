@@ -46,16 +46,19 @@ from orchestrator.images.provenance import (
     LOCK_LABEL,
     ImageRecord,
     Lockfile,
-    build_log_path,
-    image_file,
     label,
     load_lockfile,
-    lockfile_path,
     parse_lockfile,
     save_lockfile,
 )
 from orchestrator.images.render import render, uses_buildkit
 from orchestrator.images.toolchain_import import cannot_rebuild
+from orchestrator.store.layout import (
+    IMAGES_DIR,
+    build_log_path,
+    lockfile_path,
+    rebuild_report_path,
+)
 
 REBUILD_REPO = "gmxbench-rebuild"
 #: Tags that pin a rebuild's parents to their recorded ids while it builds.
@@ -97,7 +100,7 @@ def find_lockfile(client: Client, settings: Settings, target: str) -> Lockfile:
     if target.endswith(".json") or path.is_file():
         if not path.is_file():
             raise UserError(f"Lockfile {target} does not exist. Pass an image tag or a lockfile.")
-        hint = f"Lockfiles live in {settings.results_dir / 'images'}."
+        hint = f"Lockfiles live in {settings.results_dir / IMAGES_DIR}."
         return parse_lockfile(path.read_text(), target, hint=hint)
     tag = gromacs_ref(target)
     image = engine.image(client, tag)
@@ -268,12 +271,10 @@ def rebuild(client: Client, settings: Settings, target: str, emit: Emit = ignore
             )
             save_lockfile(settings.results_dir, lock.model_copy(update={"record": restored}))
         report.rebuilt_id = restored.id
-    write_atomic(report_path(settings.results_dir, record.tag), report.model_dump_json(indent=2))
+    write_atomic(
+        rebuild_report_path(settings.results_dir, record.tag), report.model_dump_json(indent=2)
+    )
     return report
-
-
-def report_path(results_dir: Path, tag: str) -> Path:
-    return image_file(results_dir, tag, ".rebuild.json")
 
 
 def summary(report: RebuildReport) -> str:

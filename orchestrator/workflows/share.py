@@ -45,6 +45,7 @@ from orchestrator.images.provenance import (
     label,
     parse_lockfile,
 )
+from orchestrator.store.layout import lockfile_path
 from orchestrator.workflows import share_sign
 from orchestrator.workflows.share_archive import (
     SavedImages,
@@ -114,7 +115,7 @@ def _comparable(lock: Lockfile) -> dict[str, Any]:
 
 def _with_local_digest(settings: Settings, lock: Lockfile) -> Lockfile:
     """Keep a digest `push` recorded for this very image id in this results dir."""
-    path = provenance.lockfile_path(settings.results_dir, lock.record.tag)
+    path = lockfile_path(settings.results_dir, lock.record.tag)
     with contextlib.suppress(DamagedRecord):  # none here yet, or unreadable: nothing to keep
         local = provenance.load_lockfile(path)
         if local.record.id == lock.record.id and not lock.registry_digest:

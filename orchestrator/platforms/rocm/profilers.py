@@ -25,10 +25,8 @@ from orchestrator.parsers.rocprof_sys import parse_output, perfetto_hint
 from orchestrator.platforms.base import ProfileMode, ProfileOutcome, ProfilerOptions
 from orchestrator.platforms.rocm.stacks import of_image
 from orchestrator.platforms.roles import ProfilerRole
+from orchestrator.store.layout import COUNTERS_DIR, SYSTRACE_DIR, TRACE_DIR
 
-#: Where the kernel trace goes, inside the run directory.
-TRACE_DIR = "rocprof"
-COUNTERS_DIR, SYSTRACE_DIR = "rocprof-compute", "rocprof-sys"
 #: Below COUNTERS_DIR: the profiled replay's own mdrun files, the workload, the analysis.
 APP, WORKLOAD, ANALYSIS = "app", "workload", "analyze"
 #: The profilers live in the image's ROCm; run.sh finds them through $ROCM_PATH.

@@ -22,7 +22,7 @@ from orchestrator.core.settings import Settings, SlurmResources
 from orchestrator.engine import Client
 from orchestrator.runs import runner
 from orchestrator.runs.runner import RunRequest
-from orchestrator.runs.store import RunResult
+from orchestrator.store.records import RunResult
 
 
 @dataclass(frozen=True)

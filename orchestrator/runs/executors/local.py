@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from orchestrator.core.events import Emit, RunNext, ignore
 from orchestrator.runs import runner
 from orchestrator.runs.executors.base import Chain, Executor
-from orchestrator.runs.store import RunResult
+from orchestrator.store.records import RunResult
 
 
 class LocalExecutor(Executor):

@@ -12,7 +12,7 @@ A job is named `gmxbench:<run id>`. An orchestrator stopped and started again wi
 same tag finds its jobs by that name (queued, running, or ended) instead of submitting
 them twice, and takes runs that already ended as they are. The scheduler has the last
 word on a job that did not complete (cancelled, timed out, node lost): the run is
-recorded as unfinished with SLURM's state and reason (`store.SchedulerRecord`), whatever
+recorded as unfinished with SLURM's state and reason (`records.SchedulerRecord`), whatever
 the node's process wrote before or after.
 """
 
@@ -38,13 +38,16 @@ from orchestrator.core.events import Caution, Emit, Message, RunNext, Step, igno
 from orchestrator.core.files import new_mode
 from orchestrator.core.settings import Settings, SlurmResources, environment_of
 from orchestrator.engine import Client
-from orchestrator.runs import database, runner
+from orchestrator.runs import runner
 from orchestrator.runs.executors.base import Chain, Executor, Job
 from orchestrator.runs.hostinfo import HostInfo
 from orchestrator.runs.kernel_recipe import ResolvedKernel
 from orchestrator.runs.recipe import load_system
 from orchestrator.runs.runner import RunEnded, RunStarted
-from orchestrator.runs.store import ImageRef, RunResult, RunStore, SchedulerRecord, log_tail
+from orchestrator.store import database
+from orchestrator.store.layout import RESULT_FILE, SCHEDULER_LOG, SCHEDULER_SCRIPT
+from orchestrator.store.records import ImageRef, RunResult, SchedulerRecord, placement
+from orchestrator.store.runstore import RunStore, log_tail
 
 JOB_PREFIX = "gmxbench:"
 #: States of a job that has not ended yet (squeue's `%T`).
@@ -274,7 +277,7 @@ class SlurmExecutor(Executor):
             emit(Step(f"{slot.job.label}: SLURM job {known.job_id} is {known.state.lower()} "
                       "(submitted before): following it"))  # fmt: skip
             return
-        if (run_dir / "result.json").exists():
+        if (run_dir / RESULT_FILE).exists():
             status = self.store.status(run_dir)
             if status.state in ("finished", "failed") and status.result is not None:
                 slot.result, slot.done = status.result, True
@@ -379,7 +382,7 @@ class SlurmExecutor(Executor):
         if now.state == "RUNNING":
             emit(RunNext(f"{slot.job.label}: running on {now.node} (SLURM job {now.job_id})",
                          slot.job.folded))  # fmt: skip
-            record = self.store.path(slot.run_id) / "result.json"
+            record = self.store.path(slot.run_id) / RESULT_FILE
             if record.exists():
                 emit(RunStarted(f"{slot.run_id} started", self.store.load(record.parent)))
 
@@ -401,14 +404,14 @@ class SlurmExecutor(Executor):
             end = JobState(slot.job_id, job_name(slot.run_id), "UNKNOWN", gone)
         slot.done = True
         run_dir = self.store.path(slot.run_id)
-        started = (run_dir / "result.json").exists()
+        started = (run_dir / RESULT_FILE).exists()
         if not started and slot.withdrawn and end.state == "CANCELLED":
             return  # withdrawn before it began: it was never a run
         if not started:
             run_dir.mkdir(parents=True, exist_ok=True)
             self.store.save(run_dir, self._never_started(slot, end))
         script, output = self.store.job_files(slot.run_id)
-        for source, name in ((output, "scheduler.log"), (script, "scheduler.sh")):
+        for source, name in ((output, SCHEDULER_LOG), (script, SCHEDULER_SCRIPT)):
             if source.exists():
                 shutil.move(source, run_dir / name)
         record = SchedulerRecord(
@@ -446,5 +449,5 @@ class SlurmExecutor(Executor):
             profile_mode=req.profile, image=ImageRef(tag=req.build, id=""),
             host=HostInfo(hostname=end.node or "(no node)", kernel=""), command=[],
             kind="kernel" if isinstance(system, ResolvedKernel) else "gromacs",
-            batch_job=end.job_id,
+            batch_job=end.job_id, **placement(slot.run_id, req.tag or ""),
         )  # fmt: skip

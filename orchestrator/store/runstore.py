@@ -1,172 +1,47 @@
-"""The run store: the one module that knows how runs lie on disk (asv's `results.py`).
+"""The run store: reads and writes the run directories of one results folder (asv's
+`results.py`); where each file lies is `store.layout`'s, what a record says `store.records`.
 
-    results/<build>__<system>__<tag>/      one run (`run_id`), mounted at /run
-        result.json                        `RunResult`, written at start and at the end
-        kernel_result.json                 the per-category breakdown of a finished run
-        .gmxbench-heartbeat                touched by the runner while the run is on
-        scheduler.json, scheduler.log      a batch job's end as its scheduler saw it
-        run.sh, topol.*, stdout.log, stderr.log, inputs/, and what the profiler wrote
-    results/.scheduler/<run id>.sh|.out    a batch job's script and output until it ends
-    results/.asm/<candidate group>.json    a bench's changed kernels' code diffs (`AsmDiffs`)
-
-Repeats of one measurement are a group: tags `<tag>-r1`, `<tag>-r2`, …; the group is
-named by `<build>__<system>__<tag>`. A run that did not finish is recorded with
-`finished: false`, its failure and no ns/day: a failed run is never a number. A record
-whose process died before it could say so is *abandoned* (`status`), and a record that
-cannot be read is *unreadable*; readers list both and compare neither.
-Everything else (runner, bench, compare, the `parse` command) asks this module.
+Repeats of one measurement are a group (`RunResult.group`). A record whose process died
+before it could say how the run ended is *abandoned* (`status`), and a record that cannot
+be read is *unreadable*; readers list both and compare neither. Everything else (runner,
+bench, compare, the `parse` command) asks this module.
 """
 
 from __future__ import annotations
 
-import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from orchestrator.core.errors import NoSpace, UsageError, UserError, space_for
 from orchestrator.core.events import Caution, Emit, ignore
 from orchestrator.core.files import DamagedRecord, read_model, write_atomic
-from orchestrator.core.idents import LlvmCommit
 from orchestrator.parsers import detect
 from orchestrator.parsers.breakdown import KernelBreakdown
-from orchestrator.parsers.kernelbench import MetricValue
 from orchestrator.parsers.mdlog import parse_mdlog
 from orchestrator.parsers.rocprof_compute import CounterSummary
 from orchestrator.parsers.rocprof_sys import SystemTrace
 from orchestrator.platforms import PLATFORMS
 from orchestrator.platforms.base import ProfileOutcome
-from orchestrator.runs.hostinfo import HostInfo, HostNoise
-from orchestrator.runs.liveness import STALE_SECONDS, Owner, heartbeat_age
-
-RESULT_FILE = "result.json"
-KERNEL_FILE = "kernel_result.json"
-#: The codegen fingerprint of the image the run ran (`images.fingerprint`), for provenance.
-CODEGEN_FILE = "codegen.json"
-SCRIPT_FILE = "run.sh"
-INPUTS_DIR = "inputs"
-STDOUT_FILE, STDERR_FILE = "stdout.log", "stderr.log"
-#: run.sh writes the start of input preparation and of mdrun here (container clock).
-TIMES_FILE = ".gmxbench-times"
-#: Touched every few seconds while the run's process lives (`liveness.heartbeat`).
-HEARTBEAT_FILE = ".gmxbench-heartbeat"
-#: mdrun's `-deffnm`: md.log is `topol.log`, the run input `topol.tpr`.
-DEFFNM = "topol"
-#: The md.log of a run directory: ours, or mdrun's default name in a run made by hand.
-LOG_NAMES = (f"{DEFFNM}.log", "md.log")
-#: A batch job's end as its scheduler saw it, and the job's own output (`SchedulerRecord`).
-SCHEDULER_FILE, SCHEDULER_LOG = "scheduler.json", "scheduler.log"
-#: rocprof-compute's counters per kernel, and rocprof-sys's files and top functions.
-COUNTERS_FILE, SYSTRACE_FILE = "counters.json", "systrace.json"
-#: Job scripts and outputs of runs handed to a batch system, beside the run directories.
-SCHEDULER_DIR = ".scheduler"
-#: Code diffs of a bench's changed kernels, kept for the report after the images go.
-ASM_DIR = ".asm"
-#: Where a run directory is mounted in its container.
-CONTAINER_DIR = "/run"
-#: The tag that marks the baseline runs of a build and system.
-BASELINE_TAG = "kernel-baseline"
-
-
-class ImageRef(BaseModel):
-    tag: str
-    id: str
-    labels: dict[str, str] = Field(default_factory=dict)
-
-
-class RunResult(BaseModel):
-    """One mdrun (or kernel benchmark) of one build, with everything needed to trust or
-    re-run it.
-
-    Schema 2 added `energies`; `RunStore.finished` reads them from md.log for schema 1.
-    Schema 3 added kernel runs (`kind`, `metrics`, `headline`, `facts`).
-    """
-
-    schema_version: int = 3
-    run_id: str
-    build: str
-    system: str
-    tag: str
-    platform: str
-    timestamp: str
-    finished: bool = False
-    failure: str | None = None
-    return_code: int | None = None
-    duration_seconds: float | None = None
-    gmx_version: str | None = None
-    ns_per_day: float | None = None
-    hour_per_ns: float | None = None
-    mdrun_wall_seconds: float | None = None
-    setup_seconds: float | None = None
-    profile_mode: str = "none"
-    llvm_commit: LlvmCommit | None = None
-    compiler: str | None = None
-    compiler_version: str | None = None
-    image: ImageRef
-    host: HostInfo
-    command: list[str]
-    mdrun_args: list[str] = Field(default_factory=list)
-    steps: int | None = None
-    atoms: int | None = None
-    ntomp: int | None = None
-    device: int | None = None
-    pme_grid: list[int] | None = None
-    coulomb_cutoff: float | None = None
-    #: Average energies of the run (kJ/mol) from md.log, for the validity check.
-    energies: dict[str, float] | None = None
-    #: The process that ran it: tells a run in progress from an abandoned one.
-    owner: Owner | None = None
-    #: A GPU build run on the host CPU only (`--cpu-only`): its numbers are host code's.
-    cpu_only: bool = False
-    #: What else the machine ran meanwhile (other processes, steal, containers).
-    noise: HostNoise | None = None
-    #: The batch job that ran it (SLURM_JOB_ID on its node); its end is `SchedulerRecord`.
-    batch_job: str | None = None
-    #: What a counters or systrace profiler did (its findings: `COUNTERS_FILE`, `SYSTRACE_FILE`).
-    profile: ProfileOutcome | None = None
-    #: mdrun on a GROMACS system, or a kernel benchmark (`runs.kernel_recipe`).
-    kind: Literal["gromacs", "kernel"] = "gromacs"
-    #: A kernel run's numbers, each with the unit and direction its recipe declares.
-    metrics: dict[str, MetricValue] | None = None
-    #: The metric a kernel run's verdict leads with.
-    headline: str | None = None
-    #: What a kernel run found that is not a number (device, API, best configuration).
-    facts: dict[str, str] = Field(default_factory=dict)
-
-    def headline_value(self) -> float | None:
-        """ns/day for mdrun, the recipe's headline metric for a kernel run."""
-        if self.kind == "kernel":
-            metric = (self.metrics or {}).get(self.headline or "")
-            return metric.value if metric is not None else None
-        return self.ns_per_day
-
-
-class SchedulerRecord(BaseModel):
-    """A run's batch job as its scheduler saw it, written by the host that submitted it.
-
-    The scheduler has the last word: a job that did not complete (cancelled, timed out,
-    its node lost) makes its run failed with `failure`, whatever its own record says, since
-    the node's process may have written that record before or after the job was lost.
-    """
-
-    executor: Literal["slurm"] = "slurm"
-    job_id: str
-    job_name: str
-    #: The scheduler's final state (COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL, …).
-    state: str
-    reason: str | None = None
-    exit_code: str | None = None
-    node: str | None = None
-    submitted: str | None = None
-    ended: str | None = None
-    #: Why the run does not count, in the scheduler's words; None when the job completed.
-    failure: str | None = None
-
-
-RunState = Literal["finished", "failed", "running", "abandoned", "unreadable"]
+from orchestrator.runs.liveness import STALE_SECONDS, heartbeat_age
+from orchestrator.store import layout
+from orchestrator.store.layout import (
+    BREAKDOWN_FILE,
+    COUNTERS_FILE,
+    DEFFNM,
+    HEARTBEAT_FILE,
+    LOG_NAMES,
+    RESULT_FILE,
+    SCHEDULER_FILE,
+    STDERR_FILE,
+    STDOUT_FILE,
+    SYSTRACE_FILE,
+    TIMES_FILE,
+)
+from orchestrator.store.records import RunResult, RunState, SchedulerRecord
 
 
 @dataclass
@@ -188,16 +63,6 @@ class Run:
     result: RunResult
     breakdown: KernelBreakdown | None
     counters: CounterSummary | None = None
-
-
-def run_id(build: str, system: str, tag: str) -> str:
-    safe_system = system.replace(":", "-").replace("/", "-")
-    return f"{build}__{safe_system}__{tag}"
-
-
-def repeat_tag(tag: str, repeat: int, repeats: int) -> str:
-    """The tag of repeat `repeat` (1-based) of `repeats`: the tag itself for a single run."""
-    return tag if repeats == 1 else f"{tag}-r{repeat}"
 
 
 def log_file(run_dir: Path) -> Path | None:
@@ -303,12 +168,11 @@ class RunStore:
 
     def job_files(self, run: str) -> tuple[Path, Path]:
         """Where a batch job's script and output go before its run directory exists."""
-        folder = self.root / SCHEDULER_DIR
-        return folder / f"{run}.sh", folder / f"{run}.out"
+        return layout.job_files(self.root, run)
 
     @staticmethod
     def save_breakdown(run_dir: Path, breakdown: KernelBreakdown) -> Path:
-        return write_atomic(run_dir / KERNEL_FILE, breakdown.model_dump_json(indent=2) + "\n")
+        return write_atomic(run_dir / BREAKDOWN_FILE, breakdown.model_dump_json(indent=2) + "\n")
 
     @staticmethod
     def save_profile(run_dir: Path, outcome: ProfileOutcome) -> None:
@@ -336,7 +200,7 @@ class RunStore:
 
     @staticmethod
     def breakdown(run_dir: Path) -> KernelBreakdown | None:
-        path = run_dir / KERNEL_FILE
+        path = run_dir / BREAKDOWN_FILE
         if not path.exists():
             return None
         fix = (
@@ -361,7 +225,7 @@ class RunStore:
 
     def group(self, name: str) -> list[Path]:
         """The runs of group `name`: the run of that id and its repeats, in order."""
-        pattern = re.compile(re.escape(name) + r"(?:-r(\d+))?")
+        pattern = layout.group_pattern(name)
         found = [(m, p) for p in self.root.glob(name + "*") if (m := pattern.fullmatch(p.name))]
         # by repeat number (r2 before r10), the run of that id itself first
         return [p for m, p in sorted(found, key=lambda mp: int(mp[0].group(1) or 0))]
@@ -370,7 +234,7 @@ class RunStore:
         """Every run directory here (those holding, or meant to hold, a record)."""
         if not self.root.is_dir():
             return []
-        return sorted(p for p in self.root.iterdir() if p.is_dir() and "__" in p.name)
+        return sorted(p for p in self.root.iterdir() if layout.is_run_dir(p))
 
     def status(self, path: Path) -> Status:
         """Finished, failed, running, abandoned, or unreadable (with why)."""
@@ -512,20 +376,16 @@ class AsmDiffs(BaseModel):
     max_chars: int
 
 
-def asm_diffs_path(root: Path, candidate_group: str) -> Path:
-    return root / ASM_DIR / f"{candidate_group}.json"
-
-
 def save_asm_diffs(root: Path, record: AsmDiffs) -> Path:
     """Atomically, keyed by the bench's candidate group (its runs are `<group>-rN`)."""
-    path = asm_diffs_path(root, record.candidate)
+    path = layout.asm_diffs_path(root, record.candidate)
     return write_atomic(path, record.model_dump_json(indent=1) + "\n")
 
 
 def load_asm_diffs(root: Path, candidate_group: str) -> AsmDiffs | None:
     """The kept code diffs of the bench whose candidate group is this, or None (an older
     bench, a kernel benchmark, or nothing changed)."""
-    path = asm_diffs_path(root, candidate_group)
+    path = layout.asm_diffs_path(root, candidate_group)
     if not path.exists():
         return None
     fix = f"Delete it: the report then shows {candidate_group}'s codegen without its code."

@@ -1,6 +1,6 @@
 """The results database: an index over the run directories, for history, reports and bisect.
 
-The run directory stays the source of truth (`runs.store`); this index can be dropped and
+The run directory stays the source of truth (`store.runstore`); this index can be dropped and
 rebuilt from it (`db import`, idempotent). SQLite in the results folder is the default; a
 team sets `ORCH_DATABASE_URL=postgresql://…` and shares one server (the `postgres` extra).
 The schema is versioned by Alembic (`migrations/`): an older database is upgraded when
@@ -50,9 +50,10 @@ from orchestrator.core.settings import Settings
 from orchestrator.core.urls import hide_query_secrets
 from orchestrator.images.provenance import label
 from orchestrator.parsers.breakdown import KernelBreakdown
-from orchestrator.runs.store import RunResult, RunState, RunStore
+from orchestrator.store import layout
+from orchestrator.store.records import RunResult, RunState
+from orchestrator.store.runstore import RunStore
 
-SQLITE_FILE = "runs.sqlite"
 MIGRATIONS = Path(__file__).with_name("migrations")
 #: Serialises schema upgrades of two processes on one PostgreSQL server.
 _PG_LOCK = 0x676D7862
@@ -65,6 +66,9 @@ runs = Table(
     Column("build", String(255), nullable=False, index=True),
     Column("system", String(255), nullable=False, index=True),
     Column("tag", String(255), nullable=False),
+    Column("repeat", Integer),
+    Column("role", String(16)),
+    Column("bench", String(255)),
     Column("kind", String(16), nullable=False),
     Column("platform", String(16), nullable=False),
     Column("state", String(16), nullable=False),
@@ -173,14 +177,14 @@ RECORD_ONLY = frozenset({
     "energies", "owner", "noise", "facts", "batch_job", "profile",
 })  # fmt: skip
 #: `RunResult` fields whose values live in other columns or tables.
-ELSEWHERE = frozenset({"run_id", "timestamp", "image", "metrics"})
+ELSEWHERE = frozenset({"run_id", "timestamp", "image", "metrics", "group"})
 
 
 def url_of(settings: Settings) -> str:
     """`ORCH_DATABASE_URL`, else SQLite in the results folder."""
     if settings.database_url is not None:
         return settings.database_url.get_secret_value()
-    return f"sqlite:///{(settings.results_dir / SQLITE_FILE).resolve()}"
+    return f"sqlite:///{layout.sqlite_path(settings.results_dir).resolve()}"
 
 
 def shown(url: str) -> str:
@@ -190,10 +194,6 @@ def shown(url: str) -> str:
         return hide_query_secrets(make_url(url).render_as_string(hide_password=True))
     except ArgumentError:
         return "<not a database URL>"
-
-
-def group_of(run_id: str) -> str:
-    return re.sub(r"-r\d+$", "", run_id)
 
 
 class Database:
@@ -361,8 +361,9 @@ def _rows(
     labels = result.image.labels
     headline = result.headline if result.kind == "kernel" else None
     run = {
-        "run_id": result.run_id, "group_name": group_of(result.run_id), "build": result.build,
-        "system": result.system, "tag": result.tag, "kind": result.kind,
+        "run_id": result.run_id, "group_name": result.group, "build": result.build,
+        "system": result.system, "tag": result.tag, "repeat": result.repeat,
+        "role": result.role, "bench": result.bench, "kind": result.kind,
         "platform": result.platform, "state": state, "image_tag": result.image.tag,
         "image_id": result.image.id, "compiler": result.compiler,
         "compiler_version": result.compiler_version, "llvm_commit": result.llvm_commit,
