@@ -101,8 +101,8 @@ def test_stable_fingerprint_lists_every_hip_kernel_with_its_resources(
     """codegen.json, taken when the image was built, lists every gfx1201 kernel of GROMACS
     2026.3 (566 here; counted again below from the code objects' metadata notes, not by
     the probe), each with its register, spill, LDS and scratch counts and LLVM's occupancy."""
-    from orchestrator.images.fingerprint import codegen_path
-    from orchestrator.parsers.codegen import load_codegen
+    from orchestrator.codegen.collect import codegen_path
+    from orchestrator.codegen.model import load_codegen
 
     codegen = load_codegen(codegen_path(rocm_settings.results_dir, rocm_stable.tag))
     kernels = [k for k in codegen.kernels.values() if k.kind == "kernel"]

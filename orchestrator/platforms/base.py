@@ -349,7 +349,7 @@ class Platform(ABC):
         arch: str | None = None, rocm_version: str | None = None,
     ) -> list[str]:  # fmt: skip
         """The command that fingerprints a finished image of this platform (or prints one
-        functions' normalised code): `parsers.codegen.probe_argv` with this platform's
+        functions' normalised code): `codegen.model.probe_argv` with this platform's
         tools and where its builds keep their code; `arch` picks one target's code of a
         several-target build (asm)."""
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from orchestrator.codegen.model import probe_argv
 from orchestrator.core.engine import KEEP_GROUPS, EngineKind
 from orchestrator.core.settings import (
     GROMACS_2026_RELEASE,
@@ -27,7 +28,6 @@ from orchestrator.core.settings import (
     split_targets,
 )
 from orchestrator.parsers.breakdown import KernelBreakdown
-from orchestrator.parsers.codegen import probe_argv
 from orchestrator.parsers.mdlog import MdLog
 from orchestrator.parsers.rocprof import find_rocprof_files, parse_rocprof
 from orchestrator.platforms import therock

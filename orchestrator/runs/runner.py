@@ -19,13 +19,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from orchestrator.codegen.collect import codegen_path
 from orchestrator.core import engine, interrupts
 from orchestrator.core.engine import Client, EngineGone
 from orchestrator.core.errors import NoSpace, UsageError, UserError, filled_up, space_for
 from orchestrator.core.events import Caution, Emit, Event, ignore
 from orchestrator.core.settings import Settings
 from orchestrator.images import kernels
-from orchestrator.images.fingerprint import codegen_path
 from orchestrator.images.gitsource import checked_commit
 from orchestrator.images.gromacs import gromacs_ref
 from orchestrator.images.provenance import container_labels, label

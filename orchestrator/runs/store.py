@@ -7,7 +7,7 @@
         scheduler.json, scheduler.log      a batch job's end as its scheduler saw it
         run.sh, topol.*, stdout.log, stderr.log, inputs/, and what the profiler wrote
     results/.scheduler/<run id>.sh|.out    a batch job's script and output until it ends
-    results/.asm/<candidate group>.json    a bench's changed kernels' code diffs (`AsmDiffs`)
+    results/.asm/<candidate group>.json    a bench's changed kernels' code diffs (`codegen.asm`)
 
 Repeats of one measurement are a group: tags `<tag>-r1`, `<tag>-r2`, …; the group is
 named by `<build>__<system>__<tag>`. A run that did not finish is recorded with
@@ -44,7 +44,7 @@ from orchestrator.runs.liveness import STALE_SECONDS, Owner, heartbeat_age
 
 RESULT_FILE = "result.json"
 KERNEL_FILE = "kernel_result.json"
-#: The codegen fingerprint of the image the run ran (`images.fingerprint`), for provenance.
+#: The codegen of the image the run ran (`codegen.collect`), for provenance.
 CODEGEN_FILE = "codegen.json"
 SCRIPT_FILE = "run.sh"
 INPUTS_DIR = "inputs"
@@ -489,44 +489,5 @@ def inspect(path: Path) -> dict[str, Any]:
     )
 
 
-class KernelAsm(BaseModel):
-    """One changed kernel's unified code diff (baseline → candidate), as `bench` kept it."""
-
-    key: str
-    name: str
-    diff: str
-    #: The diff was longer than the cap and ends early (`AsmDiffs.max_chars`).
-    cut: bool = False
-
-
-class AsmDiffs(BaseModel):
-    """The code diffs of a bench's changed kernels, most important first; saved at bench
-    time because the images that hold the code may be gone when the report is made."""
-
-    schema_version: int = 1
-    baseline: str  # the run groups of the bench
-    candidate: str
-    kernels: list[KernelAsm]
-    #: Changed kernels whose diff was not kept (beyond the count or time limit, or failed).
-    left_out: list[str] = Field(default_factory=list)
-    max_chars: int
-
-
 def asm_diffs_path(root: Path, candidate_group: str) -> Path:
     return root / ASM_DIR / f"{candidate_group}.json"
-
-
-def save_asm_diffs(root: Path, record: AsmDiffs) -> Path:
-    """Atomically, keyed by the bench's candidate group (its runs are `<group>-rN`)."""
-    path = asm_diffs_path(root, record.candidate)
-    return write_atomic(path, record.model_dump_json(indent=1) + "\n")
-
-
-def load_asm_diffs(root: Path, candidate_group: str) -> AsmDiffs | None:
-    """The kept code diffs of the bench whose candidate group is this, or None (an older
-    bench, a kernel benchmark, or nothing changed)."""
-    path = asm_diffs_path(root, candidate_group)
-    if not path.exists():
-        return None
-    fix = f"Delete it: the report then shows {candidate_group}'s codegen without its code."
-    return read_model(path, AsmDiffs, "a bench's kernel code diffs", fix)
