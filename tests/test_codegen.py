@@ -1,4 +1,4 @@
-"""Codegen fingerprint: probe parsers, occupancy, the Codegen model and the diff.
+"""Codegen: the probe's parsers, occupancy, the Codegen model and the diff.
 
 Unit tests read real tool output stored under tests/data/codegen (see its README):
 GROMACS 2026.3 HIP units compiled by clang 21 for gfx1201 (twice, and with
@@ -128,7 +128,7 @@ def _machine_code(root: Path) -> dict[str, bytes]:
 # --- normalisation on real compiler output ---------------------------------------------
 
 
-def test_same_source_compiled_twice_has_equal_fingerprints() -> None:
+def test_same_source_compiled_twice_has_equal_codegen() -> None:
     a, b = _codegen(GROMACS / "a"), _codegen(GROMACS / "b")
     assert len(a.kernels) == 33 and set(a.kernels) == set(b.kernels)
     assert {k: v.sha256 for k, v in a.kernels.items()} == {
@@ -458,7 +458,7 @@ def test_probe_reads_the_code_object_version_from_the_elf_header(tmp_path: Path)
     assert _codegen(GROMACS / "a").code_object_versions == [6]
 
 
-def test_codegen_carries_the_versions_and_reads_older_fingerprints(tmp_path: Path) -> None:
+def test_codegen_carries_the_versions_and_reads_older_records(tmp_path: Path) -> None:
     v5 = _codegen(COV / "v5", "cov5")
     assert v5.code_object_versions == [5]
     assert [o.code_object_version for o in v5.code_objects] == [5]
@@ -638,7 +638,7 @@ def _hot_record(variant: str) -> dict[str, Any]:
     return probe.cpu_record(name, name, body, "libhot.so")
 
 
-def test_cpu_fingerprint_follows_the_code_not_where_it_and_its_data_lie() -> None:
+def test_cpu_codegen_follows_the_code_not_where_it_and_its_data_lie() -> None:
     """`moved` is the same code behind another function and its data: every address and
     every ``%rip`` displacement differ, the hash does not. `operand` adds 7 instead of 5:
     the same mnemonics, another immediate, another hash."""

@@ -255,7 +255,7 @@ def test_codegen_diff_text_per_target_and_arch(builds: dict[str, Codegen]) -> No
 
 
 def test_stored_runs_keep_every_target(builds: dict[str, Codegen], tmp_path: Path) -> None:
-    """A run keeps its image's whole fingerprint (`codegen.json`): compare and the report
+    """A run keeps its image's whole codegen (`codegen.json`): compare and the report
     find every target's summary there, and judge on the target the timings are of."""
     for name, run in (("A", "base"), ("B", "cand")):
         (tmp_path / run).mkdir()

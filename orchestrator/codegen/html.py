@@ -33,8 +33,8 @@ from orchestrator.results.stats import Verdict
 
 NOT_KEPT = (
     "the assembly was not kept for this bench (made before `bench` saved code diffs, or "
-    "the images could not be probed): `gmxbench codegen diff <A> <B> --kernel REGEX --asm` "
-    "prints it while both images exist"
+    "the images could not be probed): `gmxbench codegen diff <baseline> <candidate> "
+    "--kernel REGEX --asm` prints it while both images exist"
 )
 
 CSS = """
