@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from orchestrator.codegen.collect import collect
+from orchestrator.codegen.collect import run_probe
 from orchestrator.core import engine
 from orchestrator.images.catalog import list_images
 from orchestrator.images.gromacs import lockfile_of
@@ -110,7 +110,7 @@ def main() -> tuple[list[Row], list[Row], list[Row]]:
     for platform, (tag, image_id) in sorted(newest.items()):
         record = next(r for r in list_images(client) if r.tag == tag)
         started = time.monotonic()
-        codegen = collect(client, image_id, record)
+        codegen = run_probe(client, image_id, record)
         probes.append({
             "image": tag,
             "platform": platform,

@@ -34,7 +34,7 @@ def _prefix(record: ImageRecord) -> str:
     return f"/opt/gromacs/{record.build}"
 
 
-def collect(client: Client, image_id: str, record: ImageRecord) -> Codegen:
+def run_probe(client: Client, image_id: str, record: ImageRecord) -> Codegen:
     """Run the probe in `image_id` (an image with `record`'s labels); its codegen."""
     platform = get(record.platform or "cpu")
     command = platform.codegen_probe(

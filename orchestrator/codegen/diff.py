@@ -29,7 +29,7 @@ from orchestrator.parsers.categories import CATEGORIES
 Pair = tuple[int | None, int | None]
 
 
-class Sides(BaseModel):
+class SidesRenamed(BaseModel):
     """A model whose fields named the two builds `a` and `b` before they were the baseline
     and the candidate: a diff written then (`codegen diff --json`) still loads."""
 
@@ -113,7 +113,7 @@ class KernelDelta(BaseModel):
         )
 
 
-class CategoryDiff(Sides):
+class CategoryDiff(SidesRenamed):
     model_config = ConfigDict(frozen=True)
     renamed_from = {"only_a": "only_baseline", "only_b": "only_candidate"}
 
@@ -135,7 +135,7 @@ class CategoryDiff(Sides):
         return bool(self.unchanged) and not (self.changed or only)
 
 
-class TargetSummary(Sides):
+class TargetSummary(SidesRenamed):
     """One offload target of a pair of builds, in a line: how many of its kernels changed,
     or that only one build holds it (`codegen.targets`)."""
 
@@ -161,7 +161,7 @@ class TargetSummary(Sides):
         return f"{name}: {self.changed} changed of {self.total}" + "".join(f", {e}" for e in extra)
 
 
-class CodegenDiff(Sides):
+class CodegenDiff(SidesRenamed):
     """Two builds' code compared on one offload target (CPU: the host functions)."""
 
     model_config = ConfigDict(frozen=True)

@@ -62,7 +62,7 @@ def image_codegen(
             return record, codegen
     emit(Message(f"fingerprinting the code of {record.tag}"))
     started = time.monotonic()
-    codegen = collect.collect(client, image.id, record)
+    codegen = collect.run_probe(client, image.id, record)
     collect.save(settings.results_dir, codegen, record.tag)
     emit(Message(f"codegen of {record.tag}: {len(codegen.kernels)} functions in "
                  f"{time.monotonic() - started:.1f} s"))  # fmt: skip

@@ -425,7 +425,7 @@ def _codegen(client: Client, image_id: str, record: ImageRecord, emit: Emit) -> 
     """The new image's codegen fingerprint; a failed probe is said, not fatal (the image
     keeps what the probe reads, so `codegen diff` can take it again later)."""
     try:
-        codegen = collect.collect(client, image_id, record)
+        codegen = collect.run_probe(client, image_id, record)
     except UserError as exc:
         emit(Caution(f"no codegen fingerprint for {record.tag}: {exc.message}"))
         return None
