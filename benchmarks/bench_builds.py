@@ -28,8 +28,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from orchestrator import engine
+from orchestrator.codegen.collect import run_probe
 from orchestrator.images.catalog import list_images
-from orchestrator.images.fingerprint import fingerprint
 from orchestrator.images.gromacs import lockfile_of
 from orchestrator.images.provenance import Lockfile
 
@@ -110,7 +110,7 @@ def main() -> tuple[list[Row], list[Row], list[Row]]:
     for platform, (tag, image_id) in sorted(newest.items()):
         record = next(r for r in list_images(client) if r.tag == tag)
         started = time.monotonic()
-        codegen = fingerprint(client, image_id, record)
+        codegen = run_probe(client, image_id, record)
         probes.append({
             "image": tag,
             "platform": platform,

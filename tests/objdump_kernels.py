@@ -2,8 +2,8 @@
 
 The codegen check of `tests/test_rocm_loop.py` compares what `codegen diff` calls changed
 with what an independent compile changes. That independent side must not read the code
-objects with the product's probe (`orchestrator/parsers/codegen_probe.py`) or parser
-(`orchestrator/parsers/codegen.py`): a mistake there (a normalisation that drops too much,
+objects with the product's probe (`orchestrator/payloads/codegen_probe.py`) or parser
+(`orchestrator/codegen/model.py`): a mistake there (a normalisation that drops too much,
 a hash over the wrong lines) would then be on both sides and agree with itself. So here
 the code objects are disassembled by `llvm-objdump -d` in the container (`DISASSEMBLE`,
 plain output, no options but the target) and this module splits that text by symbol and

@@ -1,4 +1,4 @@
-"""Codegen fingerprint: probe parsers, occupancy, the Codegen model and the diff.
+"""Codegen: the probe's parsers, occupancy, the Codegen model and the diff.
 
 Unit tests read real tool output stored under tests/data/codegen (see its README):
 GROMACS 2026.3 HIP units compiled by clang 21 for gfx1201 (twice, and with
@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
-from orchestrator.core.errors import UserError
-from orchestrator.parsers import codegen_probe as probe
-from orchestrator.parsers.codegen import (
+from orchestrator.codegen.asm import asm_diff
+from orchestrator.codegen.diff import CodegenDiff, code_unchanged, diff, short_name
+from orchestrator.codegen.model import (
     Codegen,
     cpu_classify,
     load_codegen,
@@ -34,15 +34,10 @@ from orchestrator.parsers.codegen import (
     probe_argv,
     probe_source,
 )
+from orchestrator.codegen.table import render, summary_lines
+from orchestrator.core.errors import UserError
 from orchestrator.parsers.occupancy import TARGETS, occupancy, occupancy_detail
-from orchestrator.results.codegen_diff import (
-    asm_diff,
-    code_unchanged,
-    diff,
-    render,
-    short_name,
-    summary_lines,
-)
+from orchestrator.payloads import codegen_probe as probe
 from orchestrator.results.compare import Comparison
 from orchestrator.results.report import codegen_lines
 
@@ -133,7 +128,7 @@ def _machine_code(root: Path) -> dict[str, bytes]:
 # --- normalisation on real compiler output ---------------------------------------------
 
 
-def test_same_source_compiled_twice_has_equal_fingerprints() -> None:
+def test_same_source_compiled_twice_has_equal_codegen() -> None:
     a, b = _codegen(GROMACS / "a"), _codegen(GROMACS / "b")
     assert len(a.kernels) == 33 and set(a.kernels) == set(b.kernels)
     assert {k: v.sha256 for k, v in a.kernels.items()} == {
@@ -435,10 +430,10 @@ def test_diff_puts_occupancy_drops_and_new_spills_first() -> None:
         d.changed[0].note() == "occupancy -6" and d.changed[1].note() == "new spills, more scratch"
     )
     category = a.kernels[keys[3]].category
-    assert keys[3] in d.categories[category].only_a and not code_unchanged(d, category)
+    assert keys[3] in d.categories[category].only_baseline and not code_unchanged(d, category)
     lines = summary_lines(d)
     assert any("1 with lower occupancy" in line and "1 with more spills" in line for line in lines)
-    assert any("1 only in A" in line for line in lines)
+    assert any("1 only in the baseline" in line for line in lines)
 
 
 # --- code-object versions ---------------------------------------------------------------------
@@ -463,7 +458,7 @@ def test_probe_reads_the_code_object_version_from_the_elf_header(tmp_path: Path)
     assert _codegen(GROMACS / "a").code_object_versions == [6]
 
 
-def test_codegen_carries_the_versions_and_reads_older_fingerprints(tmp_path: Path) -> None:
+def test_codegen_carries_the_versions_and_reads_older_records(tmp_path: Path) -> None:
     v5 = _codegen(COV / "v5", "cov5")
     assert v5.code_object_versions == [5]
     assert [o.code_object_version for o in v5.code_objects] == [5]
@@ -482,7 +477,7 @@ def test_codegen_carries_the_versions_and_reads_older_fingerprints(tmp_path: Pat
 def test_diff_names_a_code_object_version_difference_first() -> None:
     a, b = _codegen(COV / "v5", "stable-x"), _codegen(COV / "v6", "dev-y")
     d = diff(a, b)
-    assert (d.a_code_object_versions, d.b_code_object_versions) == ([5], [6])
+    assert (d.baseline_code_object_versions, d.candidate_code_object_versions) == ([5], [6])
     note = d.code_object_note()
     assert note is not None and note.startswith(
         "code-object version differs: v5 (stable-x, baseline) vs v6 (dev-y): every kernel's "
@@ -494,13 +489,44 @@ def test_diff_names_a_code_object_version_difference_first() -> None:
     assert not render(d, note=False).startswith("code-object")
     assert not d.changed  # the same instructions: only the ABI differs for this kernel
     stored = type(d).model_validate_json(d.model_dump_json())  # written to disk: both kept
-    assert (stored.a_code_object_versions, stored.b_code_object_versions) == ([5], [6])
+    assert (stored.baseline_code_object_versions, stored.candidate_code_object_versions) == (
+        [5],
+        [6],
+    )
     assert diff(a, a).code_object_note() is None
     # bench and compare print it first in their codegen summary (and the HTML report too)
     lines = codegen_lines(Comparison.model_construct(codegen=d, cpu_only=False, categories={}))
     assert lines[0] == f"warning: {note}" and lines[1].startswith("codegen (")
     swapped = diff(b, a).code_object_note() or ""
     assert swapped.startswith("code-object version differs: v6 (dev-y, baseline) vs v5 (stable-x)")
+
+
+#: A CPU diff as `codegen diff --json` wrote it before the sides were named baseline and
+#: candidate (`a`, `b`, `only_a`, `in_a`, `a_code_object_versions`, …).
+OLD_DIFF = (
+    '{"a":"stable","b":"dev","arch":"x86_64","host":false,"targets":[{"arch":"x86_64",'
+    '"in_a":true,"in_b":true,"changed":1,"total":2,"occupancy_drops":0,"more_spills":0}],'
+    '"gpu":false,"categories":{"nbnxm":{"category":"nbnxm","changed":["_Z1fv"],'
+    '"unchanged":[],"only_a":["_Z1gv"],"only_b":[]}},"changed":[{"key":"_Z1fv",'
+    '"name":"_Z1fv","demangled":null,"category":"nbnxm","unit":"libgromacs.so",'
+    '"arch":"x86_64","instructions":[10,12],"vgprs":[null,null],"sgprs":[null,null],'
+    '"agprs":[null,null],"spills":[null,0],"scratch_bytes":[null,null],'
+    '"lds_bytes":[null,null],"occupancy":[null,null],"classes":{"vector":2}}],'
+    '"a_code_object_versions":[5],"b_code_object_versions":[6],"demangled":{}}'
+)
+
+
+def test_a_diff_written_with_a_and_b_sides_still_loads() -> None:
+    old = CodegenDiff.model_validate_json(OLD_DIFF)
+    assert (old.baseline, old.candidate) == ("stable", "dev")
+    assert (old.baseline_code_object_versions, old.candidate_code_object_versions) == ([5], [6])
+    nbnxm = old.categories["nbnxm"]
+    assert (nbnxm.only_baseline, nbnxm.only_candidate) == (["_Z1gv"], [])
+    (target,) = old.targets
+    assert target.in_baseline and target.in_candidate and target.changed == 1
+    assert old.changed[0].instructions == (10, 12)
+    again = CodegenDiff.model_validate_json(old.model_dump_json())  # written anew: new names
+    assert again == old and '"a":' not in old.model_dump_json()
 
 
 def test_render_terminal_and_markdown() -> None:
@@ -612,7 +638,7 @@ def _hot_record(variant: str) -> dict[str, Any]:
     return probe.cpu_record(name, name, body, "libhot.so")
 
 
-def test_cpu_fingerprint_follows_the_code_not_where_it_and_its_data_lie() -> None:
+def test_cpu_codegen_follows_the_code_not_where_it_and_its_data_lie() -> None:
     """`moved` is the same code behind another function and its data: every address and
     every ``%rip`` displacement differ, the hash does not. `operand` adds 7 instead of 5:
     the same mnemonics, another immediate, another hash."""

@@ -26,30 +26,31 @@ from test_codegen import (
     _report,
 )
 
-from orchestrator.core.errors import UsageError
-from orchestrator.core.events import Event
-from orchestrator.core.settings import split_targets
-from orchestrator.images.provenance import ImageRecord
-from orchestrator.parsers import codegen_probe as probe
-from orchestrator.parsers.codegen import Codegen, parse_probe_output
-from orchestrator.parsers.occupancy import occupancy_detail
-from orchestrator.platforms.rocm import RocmPlatform
-from orchestrator.results.codegen_diff import diff, primary_target, render, target_view
-from orchestrator.results.codegen_targets import (
+from orchestrator.codegen.diff import diff, primary_target, target_view
+from orchestrator.codegen.html import BenchCodegen, section
+from orchestrator.codegen.model import Codegen, parse_probe_output
+from orchestrator.codegen.table import render
+from orchestrator.codegen.targets import (
     diff_targets,
     nothing_to_measure,
     targets_line,
 )
+from orchestrator.codegen.workflow import Side, diff_report, runs_codegen, verdict_diff
+from orchestrator.core.errors import UsageError
+from orchestrator.core.events import Event
+from orchestrator.core.settings import split_targets
+from orchestrator.images.provenance import ImageRecord
+from orchestrator.parsers.occupancy import occupancy_detail
+from orchestrator.payloads import codegen_probe as probe
+from orchestrator.platforms.rocm import RocmPlatform
 from orchestrator.results.compare import Comparison
 from orchestrator.results.controlled import kernel_status
-from orchestrator.results.html_codegen import BenchCodegen, section
 from orchestrator.results.report import codegen_lines
 from orchestrator.runs.hostinfo import collect
 from orchestrator.store.layout import CODEGEN_FILE
 from orchestrator.store.records import ImageRef, RunResult
 from orchestrator.store.runstore import RunStore
 from orchestrator.workflows.bench import NOTHING_CHANGED, _summary, nothing_changed
-from orchestrator.workflows.codegen import Side, diff_report, runs_codegen, verdict_diff
 from orchestrator.workflows.placement import changed_families
 
 TARGETS = Path(__file__).parent / "data" / "codegen" / "targets"
@@ -121,13 +122,13 @@ def test_each_target_is_diffed_on_its_own(builds: dict[str, Codegen]) -> None:
 
 def test_one_target_against_two_targets_on_the_shared_target(builds: dict[str, Codegen]) -> None:
     """A one-target stable and a two-target dev build: the shared target's diff is the
-    one-target diff, and the new target is only in B, not 25 changed kernels."""
+    one-target diff, and the new target is only in the candidate, not 25 changed kernels."""
     single = diff(builds["a1"], builds["b1"])
     targets = diff_targets(builds["a1"], builds["B"])
     shared = targets.diffs["gfx1201"]
-    assert shared.model_copy(update={"targets": [], "b": "b1"}) == single
+    assert shared.model_copy(update={"targets": [], "candidate": "b1"}) == single
     assert targets_line(shared) == (
-        f"gfx1201: {len(single.changed)} changed of 25; gfx90a: only in B (25 kernels)"
+        f"gfx1201: {len(single.changed)} changed of 25; gfx90a: only in the candidate (25 kernels)"
     )
     assert diff(builds["a1"], builds["B"]) == shared.model_copy(update={"targets": []})
     assert set(target_view(builds["A"], "gfx1201").kernels) == set(builds["a1"].kernels)
@@ -227,8 +228,8 @@ def test_codegen_diff_text_per_target_and_arch(builds: dict[str, Codegen]) -> No
     lines = text.splitlines()
     changed = len(result.changed)
     assert lines[:4] == [
-        "A: A",
-        "B: B",
+        "baseline: A",
+        "candidate: B",
         f"per target: gfx1201: {changed} changed of 25; gfx90a: 0 changed of 25",
         "kernels below: gfx1201 (the primary target: no GPU of a target held here); "
         "--arch TARGET lists another target's",
@@ -243,15 +244,20 @@ def test_codegen_diff_text_per_target_and_arch(builds: dict[str, Codegen]) -> No
         diff_report(one, two, targets, arch="gfx942")
     message = err.value.message
     assert message.startswith("--arch gfx942: neither build holds code for gfx942.")
-    assert "A (A) holds gfx1201, gfx90a; B (B) holds gfx1201, gfx90a." in message
+    assert (
+        "The baseline (A) holds gfx1201, gfx90a; the candidate (B) holds gfx1201, gfx90a."
+        in message
+    )
     assert "\n" not in message
     single = diff_targets(builds["a1"], builds["b1"])
     _, text = diff_report(*_sides(builds, "a1", "b1"), single, host="gfx1201")
-    assert "per target" not in text and text.startswith("A: a1\nB: b1\ncodegen: a1 → b1\n")
+    assert "per target" not in text and text.startswith(
+        "baseline: a1\ncandidate: b1\ncodegen: a1 → b1\n"
+    )
 
 
 def test_stored_runs_keep_every_target(builds: dict[str, Codegen], tmp_path: Path) -> None:
-    """A run keeps its image's whole fingerprint (`codegen.json`): compare and the report
+    """A run keeps its image's whole codegen (`codegen.json`): compare and the report
     find every target's summary there, and judge on the target the timings are of."""
     for name, run in (("A", "base"), ("B", "cand")):
         (tmp_path / run).mkdir()
@@ -343,13 +349,14 @@ def test_one_target_build_against_the_same_compile_for_two_targets() -> None:
     here = targets.for_verdict("gfx1201")
     assert nothing_changed(here) and not here.changed and here.host
     assert (
-        targets_line(here) == "gfx1201 (this host): 0 changed of 9; gfx942: only in B (9 kernels)"
+        targets_line(here)
+        == "gfx1201 (this host): 0 changed of 9; gfx942: only in the candidate (9 kernels)"
     )
     assert nothing_to_measure(here, NOTHING_CHANGED) == (
-        f"gfx1201 (this host): {NOTHING_CHANGED} here; gfx942: only in B (9 kernels)"
+        f"gfx1201 (this host): {NOTHING_CHANGED} here; gfx942: only in the candidate (9 kernels)"
     )
     assert diff(one, two) == here.model_copy(update={"targets": [], "host": False})
-    assert diff(one, two, "gfx942").categories["other"].only_b == sorted(
+    assert diff(one, two, "gfx942").categories["other"].only_candidate == sorted(
         target_view(two, "gfx942").kernels
     )
 

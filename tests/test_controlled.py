@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 from benchmarks.bench_controlled import BURSTS, CLEAN, UNEQUAL, WANDER, ControlCell
-from orchestrator.parsers.codegen import Codegen, parse_probe_output
+from orchestrator.codegen.diff import CategoryDiff, CodegenDiff, diff
+from orchestrator.codegen.model import Codegen, parse_probe_output
 from orchestrator.parsers.mdlog import cycle_breakdown, parse_mdlog
 from orchestrator.parsers.rocprof import parse_kernel_csv
-from orchestrator.results.codegen_diff import CategoryDiff, CodegenDiff, diff
 from orchestrator.results.controlled import KernelIndex, category_status, judge, kernel_status
 from orchestrator.results.judge import compare_groups
 from orchestrator.results.report import render
@@ -215,9 +215,9 @@ def test_rocprofv3s_own_spellings_map_to_the_same_keys() -> None:
     keys = sorted(name.removesuffix(".kd") for name in mangled)
     assert len(keys) == 4 and sorted(map(cxa_demangle, keys)) == sorted(demangled)
     codegen = CodegenDiff(
-        a="A", b="B", changed=[],
+        baseline="A", candidate="B", changed=[],
         categories={"other": CategoryDiff(category="other", changed=keys[:1], unchanged=keys[1:],
-                                          only_a=[], only_b=[])},
+                                          only_baseline=[], only_candidate=[])},
         demangled={k: cxa_demangle(k) for k in keys},
     )  # fmt: skip
     by_mangled, by_demangled = kernel_status(mangled, codegen), kernel_status(demangled, codegen)

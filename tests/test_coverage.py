@@ -7,10 +7,10 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from orchestrator.codegen.diff import CodegenDiff, diff
 from orchestrator.core.events import Caution, Event
 from orchestrator.parsers.mdlog import cycle_breakdown, parse_mdlog
 from orchestrator.parsers.rocprof import parse_rocprof
-from orchestrator.results.codegen_diff import CodegenDiff, diff
 from orchestrator.runs import coverage as cov
 from orchestrator.runs.recipe import load_recipe
 from orchestrator.store.runstore import RunStore

@@ -15,24 +15,24 @@ from typing import Any
 import pytest
 
 from orchestrator.cli import main
+from orchestrator.codegen.asm import AsmDiffs, collect_asm_diffs, load_asm_diffs, save_asm_diffs
+from orchestrator.codegen.diff import CodegenDiff, diff, short_name
+from orchestrator.codegen.html import BenchCodegen
+from orchestrator.codegen.model import Codegen, KernelCode
 from orchestrator.core.files import DamagedRecord
-from orchestrator.parsers import codegen_probe as probe
 from orchestrator.parsers.breakdown import build_breakdown
 from orchestrator.parsers.categories import CATEGORIES
-from orchestrator.parsers.codegen import Codegen, KernelCode
-from orchestrator.results.codegen_diff import CodegenDiff, diff, short_name
+from orchestrator.payloads import codegen_probe as probe
 from orchestrator.results.compare import Comparison, category_verdicts
 from orchestrator.results.controlled import judge
 from orchestrator.results.history import Bisect, BisectStep, Sample, Series, build_series
 from orchestrator.results.html import render_html
-from orchestrator.results.html_codegen import BenchCodegen
 from orchestrator.results.paired import compare_pairs
 from orchestrator.results.stats import compare_samples
 from orchestrator.runs.hostinfo import HostInfo
 from orchestrator.store.layout import CODEGEN_FILE
 from orchestrator.store.records import ImageRef, RunResult
-from orchestrator.store.runstore import AsmDiffs, RunStore, load_asm_diffs, save_asm_diffs
-from orchestrator.workflows.codegen import collect_asm_diffs
+from orchestrator.store.runstore import RunStore
 from tests.test_codegen import GROMACS as UNITS
 from tests.test_codegen import _codegen, _gz
 

@@ -30,7 +30,11 @@ PLACED: dict[str, str] = {
     # the host and owner a run record names, made by the runner
     "orchestrator.runs.hostinfo": "store",
     "orchestrator.runs.liveness": "store",
-}
+    "orchestrator.codegen": "parsers", "orchestrator.codegen.collect": "images",
+    "orchestrator.codegen.diff": "verdict", "orchestrator.codegen.targets": "verdict",
+    "orchestrator.codegen.asm": "verdict", "orchestrator.codegen.table": "results",
+    "orchestrator.codegen.html": "results", "orchestrator.codegen.workflow": "workflows",
+}  # fmt: skip
 
 
 def _module_name(path: Path) -> str:
@@ -151,7 +155,7 @@ def test_results_paths_are_spelled_only_in_the_layout() -> None:
 def test_only_the_cli_prints() -> None:
     writes = r"\bprint\(|sys\.std(out|err)\.write"
     # the codegen probe is a program run inside images: its stdout is its result
-    assert not _lines(writes, ("orchestrator.cli", "orchestrator.parsers.codegen_probe"))
+    assert not _lines(writes, ("orchestrator.cli", "orchestrator.payloads.codegen_probe"))
     assert _lines(writes, ())
 
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
+from orchestrator.codegen.diff import diff
+from orchestrator.codegen.model import Codegen, parse_probe_output
 from orchestrator.images.toolchain_llvm import NinjaProgress, configure_line, example_script
-from orchestrator.parsers.codegen import Codegen, parse_probe_output
-from orchestrator.results.codegen_diff import diff
 
 HOST = Path(__file__).parent / "data" / "real_llvm" / "host-build"
 UNIT = "pme_solve_hip.cpp.o.0.hipv4-amdgcn-amd-amdhsa--gfx1201"
@@ -77,7 +77,7 @@ def test_clang_names_each_commit_and_the_times_are_recorded() -> None:
 
 def _probe(engine: Any, image: str, side: str) -> Codegen:
     """The product's probe over one side's code object, with the builder's llvm-21 tools."""
-    probe = Path(__file__).parents[1] / "orchestrator" / "parsers" / "codegen_probe.py"
+    probe = Path(__file__).parents[1] / "orchestrator" / "payloads" / "codegen_probe.py"
     tools = "/usr/lib/llvm-21/bin"
     out = subprocess.run(
         ["docker", "run", "--rm", "--network", "none",

@@ -37,13 +37,13 @@ from test_rocm_loop import (
     compile_with_and_without,
 )
 
+from orchestrator.codegen.targets import TargetsDiff
+from orchestrator.codegen.workflow import codegen_diff, image_codegen
 from orchestrator.images.gromacs import build_gromacs
 from orchestrator.images.provenance import ImageRecord, load_lockfile
 from orchestrator.images.toolchain_llvm import ensure_toolchain_llvm
 from orchestrator.platforms.rocm import RocmPlatform
-from orchestrator.results.codegen_targets import TargetsDiff
 from orchestrator.store.layout import lockfile_path
-from orchestrator.workflows.codegen import codegen_diff, image_codegen
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow, pytest.mark.multi_target]
 

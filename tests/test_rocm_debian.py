@@ -102,7 +102,7 @@ def test_stable_fingerprint_lists_every_hip_kernel_with_its_resources(
     """codegen.json, taken when the image was built, lists every gfx1201 kernel of GROMACS
     2026.3 (566 here; counted again below from the code objects' metadata notes, not by
     the probe), each with its register, spill, LDS and scratch counts and LLVM's occupancy."""
-    from orchestrator.parsers.codegen import load_codegen
+    from orchestrator.codegen.model import load_codegen
     from orchestrator.store.layout import codegen_path
 
     codegen = load_codegen(codegen_path(rocm_settings.results_dir, rocm_stable.tag))

@@ -40,15 +40,15 @@ from mini_llvm import INITIAL_MESSAGE, MiniLlvm, make_mini_llvm, version_line
 from objdump_kernels import DISASSEMBLE
 from objdump_kernels import changed as objdump_changed
 
+from orchestrator.codegen.diff import CodegenDiff
+from orchestrator.codegen.workflow import codegen_diff
 from orchestrator.core.errors import UserError
 from orchestrator.core.events import Event
 from orchestrator.images.provenance import ImageRecord, load_lockfile
-from orchestrator.results.codegen_diff import CodegenDiff
 from orchestrator.store.database import Database, benches
 from orchestrator.store.layout import lockfile_path
 from orchestrator.store.runstore import RunStore
 from orchestrator.workflows.bench import BenchRequest, bench
-from orchestrator.workflows.codegen import codegen_diff
 from orchestrator.workflows.placement import changed_families
 from orchestrator.workflows.rebuild import find_lockfile
 
@@ -359,7 +359,7 @@ def test_changed_kernels_are_those_an_independent_compile_changes(
     shown = cli(loop, "codegen", "diff", change.parent.build, change.dev.build, "--kernel",
                 "lincsKernel", "--asm")  # fmt: skip
     assert shown.returncode == 0, shown.stderr[-2000:]
-    assert f"A: {change.parent.tag}" in shown.stdout and "other: " in shown.stdout
+    assert f"baseline: {change.parent.tag}" in shown.stdout and "other: " in shown.stdout
     assert re.search(r"^--- gromacs:dev-llvm-\S+ _Z", shown.stdout, re.M), shown.stdout[:2000]
     assert re.search(r"^[-+][a-z]\w* ", shown.stdout, re.M)  # instruction lines differ
 

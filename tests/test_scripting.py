@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from orchestrator.cli import main
+from orchestrator.codegen.model import Codegen, KernelCode
 from orchestrator.core.exits import EPILOG, MEANING, SIGNALLED, ExitCode
 from orchestrator.core.files import write_atomic
-from orchestrator.parsers.codegen import Codegen, KernelCode
 from orchestrator.results.compare import compare_runs
 from orchestrator.runs.inputs import fetch_inputs
 from orchestrator.store.database import Database, import_runs

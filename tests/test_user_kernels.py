@@ -22,14 +22,14 @@ from mini_llvm import make_mini_llvm
 from objdump_kernels import DISASSEMBLE
 from objdump_kernels import changed as objdump_changed
 
+from orchestrator.codegen.model import Codegen
+from orchestrator.codegen.targets import diff_targets
 from orchestrator.core.errors import UserError
 from orchestrator.core.settings import load_settings
-from orchestrator.images import kernels
+from orchestrator.images import kernels, user_kernels
 from orchestrator.images.kernel_image import KernelImage
 from orchestrator.images.toolchain_llvm import ensure_toolchain_llvm
 from orchestrator.images.user_kernels import UserProgram
-from orchestrator.parsers.codegen import Codegen
-from orchestrator.results.codegen_targets import diff_targets
 from orchestrator.runs.recipe import load_system
 from orchestrator.workflows.bench import BenchRequest, bench
 
@@ -61,7 +61,7 @@ def test_a_user_kernel_builds_on_the_rocm_stable_build_and_is_fingerprinted(
     image = kernels.ensure(engine, rocm_settings, rocm_stable.tag, saxpy)
     assert image.tag.startswith(f"gmxbench-kernels:{rocm_stable.build}-saxpy-")
     assert image.labels["gmxbench.kind"] == "kernels"
-    found = kernels.fingerprint(engine, image)
+    found = user_kernels.kernel_codegen(engine, image)
     archs = (rocm_stable.gpu_arch or "gfx1201").split(",")
     assert found.archs == sorted(archs) and found.platform == "rocm"
     names = {(k.name, k.arch) for k in found.kernels.values() if k.kind == "kernel"}
@@ -165,7 +165,7 @@ def test_two_stand_in_compilers_change_the_unrolled_kernel_on_every_target(
         assert [f for f in image.compiler.flags if f.startswith("--offload-arch=")] == [
             f"--offload-arch={t}" for t in TARGETS
         ]
-    a, b = kernels.fingerprint(engine, plain), kernels.fingerprint(engine, option)
+    a, b = user_kernels.kernel_codegen(engine, plain), user_kernels.kernel_codegen(engine, option)
     assert a.archs == b.archs == sorted(TARGETS)
     assert {f"{n}@{t}" for n in ("saxpy", "window") for t in TARGETS} <= set(a.kernels)
     found = changed_per_target(a, b)
@@ -218,7 +218,7 @@ def test_bench_judges_a_user_kernel_on_its_declared_metrics(
     for name in cmp.baseline + cmp.candidate:
         assert (settings.results_dir / name / "kernel.json").is_file()
     image = kernels.ensure(engine, settings, toolchain_image, program("saxpy"))
-    found = kernels.fingerprint(engine, image)  # the binary, the recipe's functions
+    found = user_kernels.kernel_codegen(engine, image)  # the binary, the recipe's functions
     assert found.platform == "cpu" and found.pattern == "(saxpy|window)"
     assert {"saxpy", "window"} <= set(found.kernels)
 

@@ -15,6 +15,9 @@ from orchestrator.cli.common import (
     verdict_options,
 )
 from orchestrator.cli.console import Console
+from orchestrator.codegen import workflow
+from orchestrator.codegen.asm import load_asm_diffs
+from orchestrator.codegen.html import BenchCodegen
 from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.events import Caution
 from orchestrator.core.files import write_atomic
@@ -23,13 +26,11 @@ from orchestrator.parsers.categories import CATEGORIES
 from orchestrator.results import history as hist
 from orchestrator.results.compare import Comparison
 from orchestrator.results.html import render_html
-from orchestrator.results.html_codegen import BenchCodegen
 from orchestrator.results.judge import compare_groups
 from orchestrator.results.judgement import judge
 from orchestrator.results.report import history_text, render, webhook_text
 from orchestrator.store.database import Database, import_runs, shown
-from orchestrator.store.runstore import RunStore, load_asm_diffs
-from orchestrator.workflows import codegen
+from orchestrator.store.runstore import RunStore
 
 
 def register(sub: Commands) -> None:
@@ -45,9 +46,11 @@ def register(sub: Commands) -> None:
         "codegen", help="which GPU kernels (CPU: hot functions) two builds compiled differently"
     )
     verbs = p.add_subparsers(dest="verb", required=True, metavar="verb")
-    v = verbs.add_parser("diff", help="per category, then per changed kernel, A against B")
-    v.add_argument("a", help="GROMACS image (tag or build name), or a run (directory or id)")
-    v.add_argument("b", help="the same, for the other build")
+    v = verbs.add_parser(
+        "diff", help="per category, then per changed kernel, the candidate against the baseline"
+    )
+    v.add_argument("baseline", help="GROMACS image (tag or build name), or a run (directory or id)")
+    v.add_argument("candidate", help="the same, for the other build")
     v.add_argument("--kernel", help="regular expression on kernel names: only these")
     v.add_argument("--asm", action="store_true", help="print their code's unified diff")
     v.add_argument("--limit", type=int, default=40, help="changed kernels listed at most")
@@ -87,7 +90,7 @@ def compare(args: argparse.Namespace, settings: Settings, console: Console) -> i
     candidate = runs.finished(args.candidate, console)
     cmp = compare_groups(
         baseline, candidate, threshold_pct=args.threshold_pct, alpha=args.alpha, store=runs,
-        codegen=codegen.runs_codegen(baseline[0].path, candidate[0].path),
+        codegen=workflow.runs_codegen(baseline[0].path, candidate[0].path),
     )  # fmt: skip
     judged = judge(cmp)
     if args.json:
@@ -103,9 +106,11 @@ def codegen_diff(args: argparse.Namespace, settings: Settings, console: Console)
     if args.asm and args.json:
         raise UsageError("--asm prints unified diffs, not JSON: give one of --asm and --json.")
     client = engine.connect()
-    a, b, targets = codegen.codegen_diff(client, settings, args.a, args.b, console)
-    result, text = codegen.diff_report(
-        a, b, targets, arch=args.arch, host=codegen.host_target(), fmt=args.format,
+    baseline, candidate, targets = workflow.codegen_diff(
+        client, settings, args.baseline, args.candidate, console
+    )
+    result, text = workflow.diff_report(
+        baseline, candidate, targets, arch=args.arch, host=workflow.host_target(), fmt=args.format,
         limit=args.limit, kernel=None if args.asm else args.kernel,
     )  # fmt: skip
     if args.json:
@@ -115,7 +120,9 @@ def codegen_diff(args: argparse.Namespace, settings: Settings, console: Console)
     if args.asm:
         if not args.kernel:
             raise UsageError("--asm prints one kernel's code: say which with --kernel REGEX.")
-        for text in codegen.kernel_asm_diffs(client, settings, a, b, result, args.kernel):
+        for text in workflow.kernel_asm_diffs(
+            client, settings, baseline, candidate, result, args.kernel
+        ):
             print(text, end="")
     return 0
 
@@ -180,7 +187,7 @@ def _latest_verdict(
     runs = RunStore(settings.results_dir)
     try:
         base, cand = runs.finished(groups[0], console), runs.finished(groups[1], console)
-        found = codegen.runs_codegen(base[0].path, cand[0].path)
+        found = workflow.runs_codegen(base[0].path, cand[0].path)
         return compare_groups(base, cand, paired=True, store=runs, codegen=found)
     except UserError as exc:
         console(Caution(f"the latest bench's verdict is left out: {exc.message}"))

@@ -148,7 +148,7 @@ def run_bench(args: argparse.Namespace, settings: Settings, console: Console) ->
     if cmp is None:
         codegen = outcome.codegen
         base = f" ({outcome.base})" if outcome.base else ""
-        said = f"{codegen.b} vs {codegen.a}{base}: " if codegen is not None else ""
+        said = f"{codegen.candidate} vs {codegen.baseline}{base}: " if codegen is not None else ""
         if not args.json:
             print(f"{said}{outcome.nothing_measured}")
         data = {"verdict": outcome.verdict, "system": outcome.system}

@@ -19,11 +19,13 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from orchestrator import engine
+from orchestrator.codegen import collect
+from orchestrator.codegen.model import Codegen
 from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.events import Caution, Emit, Message, ignore
 from orchestrator.core.settings import GromacsSource, Settings
 from orchestrator.engine import Client, Image
-from orchestrator.images import builder, fingerprint, toolchain, toolchain_llvm, toolchain_package
+from orchestrator.images import builder, toolchain, toolchain_llvm, toolchain_package
 from orchestrator.images.catalog import Ref, find_by_inputs, inputs_key, keep_tag, new_record, probe
 from orchestrator.images.ensure import Block, Stamp, ensure_image
 from orchestrator.images.gromacs_check import check_build
@@ -37,7 +39,6 @@ from orchestrator.images.provenance import (
 )
 from orchestrator.images.render import render, uses_buildkit
 from orchestrator.images.toolchain_llvm import CONTENT_FILE
-from orchestrator.parsers.codegen import Codegen
 from orchestrator.platforms import PLATFORMS, active, on
 from orchestrator.platforms.base import (
     CompileCacheStats,
@@ -339,9 +340,9 @@ def build_gromacs(
         emit(Message(f"up to date: {record.tag} ({existing.id[:19]}), nothing to build"))
         ensure_lockfile(settings.results_dir, existing, record)
         if not codegen_path(settings.results_dir, record.tag).exists():
-            codegen = _fingerprint(client, existing.id, record, emit)
+            codegen = _codegen(client, existing.id, record, emit)
             if codegen is not None:
-                fingerprint.save(settings.results_dir, codegen, record.tag)
+                collect.save(settings.results_dir, codegen, record.tag)
         if flavor == "dev":
             engine.tag(client, existing.id, DEV_CURRENT)
         return record
@@ -393,7 +394,7 @@ def build_gromacs(
             simd=settings.simd,
             **platform.build.record_values(settings),
         )  # fmt: skip
-        codegen = _fingerprint(client, image_id, record, emit)
+        codegen = _codegen(client, image_id, record, emit)
         lock = Lockfile(
             record=record,
             template=name,
@@ -414,7 +415,7 @@ def build_gromacs(
         def save(_: str) -> None:  # the lock's record carries the final id by now
             save_lockfile(settings.results_dir, lock)
             if codegen is not None:
-                fingerprint.save(settings.results_dir, codegen, tag)
+                collect.save(settings.results_dir, codegen, tag)
 
         tags = [tag, DEV_CURRENT] if flavor == "dev" else [tag]
         return Stamp(record, tags, lock.embedded(), save)
@@ -437,11 +438,11 @@ def build_gromacs(
     return ensure_image(client, block, emit)
 
 
-def _fingerprint(client: Client, image_id: str, record: ImageRecord, emit: Emit) -> Codegen | None:
+def _codegen(client: Client, image_id: str, record: ImageRecord, emit: Emit) -> Codegen | None:
     """The new image's codegen fingerprint; a failed probe is said, not fatal (the image
     keeps what the probe reads, so `codegen diff` can take it again later)."""
     try:
-        codegen = fingerprint.fingerprint(client, image_id, record)
+        codegen = collect.run_probe(client, image_id, record)
     except UserError as exc:
         emit(Caution(f"no codegen fingerprint for {record.tag}: {exc.message}"))
         return None

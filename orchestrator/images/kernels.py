@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import engine
+from orchestrator.codegen.model import probe_argv
 from orchestrator.core.errors import UserError
 from orchestrator.core.events import Emit, Step, ignore
 from orchestrator.core.files import parse_model
@@ -44,10 +45,8 @@ from orchestrator.images.provenance import (
 )
 from orchestrator.images.render import render
 from orchestrator.images.user_kernels import TEMPLATE as USER_TEMPLATE
-from orchestrator.images.user_kernels import UserProgram, ensure_user, llvm_bin
+from orchestrator.images.user_kernels import UserProgram, ensure_user, kernel_codegen, llvm_bin
 from orchestrator.images.user_kernels import context as user_context
-from orchestrator.images.user_kernels import fingerprint as user_fingerprint
-from orchestrator.parsers.codegen import probe_argv
 from orchestrator.platforms import active, get
 from orchestrator.platforms.base import Compiler, KernelCompiler
 from orchestrator.store.layout import build_log_path
@@ -68,10 +67,6 @@ def template(program: str) -> str:
 
 def templates() -> list[str]:
     return [*(template(p) for p in PROGRAMS), USER_TEMPLATE]
-
-
-#: The codegen fingerprint of a user's kernel image (each kernel per GPU target).
-fingerprint = user_fingerprint
 
 
 def build_name(parent: Image, ref: str) -> str:
@@ -209,7 +204,7 @@ def code_identity(client: Client, image: KernelImage, program: str | UserProgram
     A user's program: its fingerprint (GPU: the device code of every target)."""
     if isinstance(program, UserProgram):
         if image.id not in _IDENTITIES:
-            found = user_fingerprint(client, image).kernels
+            found = kernel_codegen(client, image).kernels
             lines = sorted(f"{key} {code.sha256}\n" for key, code in found.items())
             _IDENTITIES[image.id] = hashlib.sha256("".join(lines).encode()).hexdigest()
         return _IDENTITIES[image.id]

@@ -10,7 +10,7 @@ included, so an edited source makes a new image and an unchanged one is found at
 
 A GPU build keeps the device code objects of the program in
 `/opt/gmxbench/kernels/codeobjects/` (`<source>.o.<n>.hipv4-amdgcn-amd-amdhsa--<gfx>`, as
-`llvm-objdump --offloading` names them), a CPU build its binary, so that `fingerprint`
+`llvm-objdump --offloading` names them), a CPU build its binary, so that `kernel_codegen`
 reads the code the compiler made for each target with the codegen probe.
 """
 
@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator import engine
+from orchestrator.codegen.model import Codegen, parse_probe_output, probe_argv
 from orchestrator.core.errors import UserError
 from orchestrator.core.events import Emit, Step
 from orchestrator.core.settings import Settings
@@ -38,7 +39,6 @@ from orchestrator.images.kernel_image import (
 )
 from orchestrator.images.provenance import label
 from orchestrator.images.render import render
-from orchestrator.parsers.codegen import Codegen, parse_probe_output, probe_argv
 from orchestrator.platforms.base import KernelCompiler
 from orchestrator.platforms.rocm.stacks import STACKS
 from orchestrator.store.layout import build_log_path
@@ -192,7 +192,7 @@ def compiler_output(log: Path) -> str:
     return "\n".join("    " + line for line in said)
 
 
-def fingerprint(client: Client, image: KernelImage) -> Codegen:
+def kernel_codegen(client: Client, image: KernelImage) -> Codegen:
     """The code the build's compiler made for the program: each kernel per GPU target
     (`name@gfx1201`, `name@gfx942` where there are several) from the kept code objects,
     or the CPU binary's functions (the recipe's `functions`, or all)."""

@@ -217,7 +217,7 @@ class CodegenRole(ABC):
         arch: str | None = None, release: str | None = None,
     ) -> list[str]:  # fmt: skip
         """The command that fingerprints a finished image of this platform (or prints one
-        functions' normalised code): `parsers.codegen.probe_argv` with this platform's
+        functions' normalised code): `codegen.model.probe_argv` with this platform's
         tools and where its builds keep their code; `arch` picks one target's code of a
         several-target build (asm); `release` is the platform release the image pins
         (its `rocm_version`), where its tools' paths carry it."""

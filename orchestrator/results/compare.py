@@ -16,10 +16,10 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, Field
 
+from orchestrator.codegen.diff import CodegenDiff
 from orchestrator.core.errors import UsageError
 from orchestrator.parsers.categories import CATEGORIES
 from orchestrator.results.busy import screen, too_busy
-from orchestrator.results.codegen_diff import CodegenDiff
 from orchestrator.results.controlled import Controlled, controlled_for
 from orchestrator.results.counter_compare import CounterComparison
 from orchestrator.results.stats import Verdict

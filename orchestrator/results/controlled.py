@@ -24,7 +24,7 @@ codegen fingerprint (:func:`kernel_status`). CPU (md.log's cycle accounting): pe
 changed when a hot function of it changed; ``other`` is never a control, since most of its
 time (neighbour search, waits, the rest) is code the fingerprint does not cover. A build
 for several GPU targets is judged on the diff of the target the runs' GPU executes
-(`results.codegen_targets`), keyed as a one-target build's: one key per kernel there.
+(`codegen.targets`), keyed as a one-target build's: one key per kernel there.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from orchestrator.codegen.diff import CodegenDiff, short_name
 from orchestrator.parsers.categories import CATEGORIES, base_name, strip_kernel_suffix
-from orchestrator.results.codegen_diff import CodegenDiff, short_name
 from orchestrator.results.stats import Verdict
 from orchestrator.results.verdicts import adjust_for_many_categories, verdict
 from orchestrator.store.runstore import Run
@@ -91,7 +91,7 @@ class KernelIndex:
         for c in codegen.categories.values():
             for key in c.unchanged:
                 self.status[key] = "unchanged"
-            for key in [*c.changed, *c.only_a, *c.only_b]:
+            for key in [*c.changed, *c.only_baseline, *c.only_candidate]:
                 self.status[key] = "changed"
         names = dict(codegen.demangled)
         names.update({k.key: k.demangled for k in codegen.changed if k.demangled})
@@ -139,7 +139,7 @@ def category_status(codegen: CodegenDiff) -> dict[str, Status]:
     unchanged when every one is byte-identical; categories without one are left out."""
     out: dict[str, Status] = {}
     for name, c in codegen.categories.items():
-        if c.changed or c.only_a or c.only_b:
+        if c.changed or c.only_baseline or c.only_candidate:
             out[name] = "changed"
         elif c.identical and name not in NOT_A_CPU_CONTROL:
             out[name] = "unchanged"

@@ -15,11 +15,11 @@ from html import escape
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
+from orchestrator.codegen.html import CSS as CODEGEN_CSS
+from orchestrator.codegen.html import SCRIPT as CODEGEN_SCRIPT
+from orchestrator.codegen.html import BenchCodegen, section
 from orchestrator.results.compare import Comparison
 from orchestrator.results.history import Bisect, Point, Series
-from orchestrator.results.html_codegen import CSS as CODEGEN_CSS
-from orchestrator.results.html_codegen import SCRIPT as CODEGEN_SCRIPT
-from orchestrator.results.html_codegen import BenchCodegen, section
 from orchestrator.results.report import (
     BISECT_HEADERS,
     HEADERS,

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from orchestrator.results.codegen_diff import CodegenDiff
+from orchestrator.codegen.diff import CodegenDiff
 from orchestrator.results.compare import Comparison, compare_runs
 from orchestrator.results.counter_compare import compare_counters
 from orchestrator.results.kernel_compare import compare_kernel_runs

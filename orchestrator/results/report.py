@@ -6,10 +6,10 @@ from typing import Literal
 
 from tabulate import tabulate
 
+from orchestrator.codegen.table import summary_lines
+from orchestrator.codegen.targets import targets_line, verdict_note
 from orchestrator.parsers.kernelbench import parse_bytes
 from orchestrator.parsers.rocprof_sys import SystemTrace
-from orchestrator.results.codegen_diff import summary_lines
-from orchestrator.results.codegen_targets import targets_line, verdict_note
 from orchestrator.results.compare import Comparison
 from orchestrator.results.counter_compare import render_comparison
 from orchestrator.results.history import Bisect, Series

@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
-
 from orchestrator.core.errors import NoSpace, UsageError, UserError, space_for
 from orchestrator.core.events import Caution, Emit, ignore
 from orchestrator.core.files import DamagedRecord, read_model, write_atomic
@@ -351,42 +349,3 @@ def inspect(path: Path) -> dict[str, Any]:
         f"{path} holds neither a run (topol.log or md.log) nor rocprofv3 output (rocpd "
         "*.db, *kernel_trace.csv, *kernel_stats.csv, results.stats.csv). Pass one of those."
     )
-
-
-class KernelAsm(BaseModel):
-    """One changed kernel's unified code diff (baseline → candidate), as `bench` kept it."""
-
-    key: str
-    name: str
-    diff: str
-    #: The diff was longer than the cap and ends early (`AsmDiffs.max_chars`).
-    cut: bool = False
-
-
-class AsmDiffs(BaseModel):
-    """The code diffs of a bench's changed kernels, most important first; saved at bench
-    time because the images that hold the code may be gone when the report is made."""
-
-    schema_version: int = 1
-    baseline: str  # the run groups of the bench
-    candidate: str
-    kernels: list[KernelAsm]
-    #: Changed kernels whose diff was not kept (beyond the count or time limit, or failed).
-    left_out: list[str] = Field(default_factory=list)
-    max_chars: int
-
-
-def save_asm_diffs(root: Path, record: AsmDiffs) -> Path:
-    """Atomically, keyed by the bench's candidate group (its runs are `<group>-rN`)."""
-    path = layout.asm_diffs_path(root, record.candidate)
-    return write_atomic(path, record.model_dump_json(indent=1) + "\n")
-
-
-def load_asm_diffs(root: Path, candidate_group: str) -> AsmDiffs | None:
-    """The kept code diffs of the bench whose candidate group is this, or None (an older
-    bench, a kernel benchmark, or nothing changed)."""
-    path = layout.asm_diffs_path(root, candidate_group)
-    if not path.exists():
-        return None
-    fix = f"Delete it: the report then shows {candidate_group}'s codegen without its code."
-    return read_model(path, AsmDiffs, "a bench's kernel code diffs", fix)

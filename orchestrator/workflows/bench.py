@@ -16,6 +16,10 @@ import time
 from dataclasses import dataclass, replace
 
 from orchestrator import engine
+from orchestrator.codegen.diff import CodegenDiff
+from orchestrator.codegen.table import summary_lines
+from orchestrator.codegen.targets import nothing_to_measure, targets_line, verdict_note
+from orchestrator.codegen.workflow import builds_codegen, keep_asm_diffs, kernels_codegen
 from orchestrator.core.errors import UserError
 from orchestrator.core.events import Caution, Emit, Message, Step, ignore
 from orchestrator.core.settings import Settings
@@ -24,8 +28,6 @@ from orchestrator.images import kernels
 from orchestrator.images.gromacs import DEV_CURRENT, build_gromacs, gromacs_ref, record_of
 from orchestrator.images.provenance import ImageRecord, label
 from orchestrator.images.user_kernels import UserProgram
-from orchestrator.results.codegen_diff import CodegenDiff, summary_lines
-from orchestrator.results.codegen_targets import nothing_to_measure, targets_line, verdict_note
 from orchestrator.results.compare import Comparison
 from orchestrator.results.judge import compare_groups
 from orchestrator.runs.kernel_recipe import ResolvedKernel
@@ -40,7 +42,6 @@ from orchestrator.workflows.bench_plan import (
     settle,
 )
 from orchestrator.workflows.build import toolchain_for
-from orchestrator.workflows.codegen import builds_codegen, keep_asm_diffs, kernels_codegen
 from orchestrator.workflows.pairs import Groups, run_pairs
 from orchestrator.workflows.placement import AUTO, place
 
@@ -169,7 +170,9 @@ def nothing_changed(codegen: CodegenDiff) -> bool:
     """Every kernel (CPU: hot function) of both builds is there with the same code, on
     the target the timings are of (another target's changes run on another GPU)."""
     categories = codegen.categories.values()
-    return not codegen.changed and all(not c.only_a and not c.only_b for c in categories)
+    return not codegen.changed and all(
+        not c.only_baseline and not c.only_candidate for c in categories
+    )
 
 
 def _summary(codegen: CodegenDiff, seconds: float, emit: Emit) -> None:

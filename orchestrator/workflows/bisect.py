@@ -34,6 +34,7 @@ from pathlib import Path
 
 from sqlalchemy import update
 
+from orchestrator.codegen.workflow import image_codegen
 from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.events import Caution, Emit, Message, Step, ignore
 from orchestrator.core.settings import Settings
@@ -52,7 +53,6 @@ from orchestrator.store.layout import group_of
 from orchestrator.workflows.bench import BenchRequest, bench
 from orchestrator.workflows.bench_plan import PlanLine, check_numbers, run_seconds
 from orchestrator.workflows.build import toolchain_for
-from orchestrator.workflows.codegen import image_codegen
 from orchestrator.workflows.placement import AUTO
 
 

@@ -5,16 +5,16 @@ why; a named system that does not run them gets a caution naming the systems tha
 Both add the mdrun options the recipe states for the changed families (`exercise`),
 except with --cpu-only: they are GPU options, and those runs are host code's.
 What a system runs is `runs.coverage`'s answer. The changed kernels are those of the
-target the runs' GPU executes (`results.codegen_targets`): another target's changes run
+target the runs' GPU executes (`codegen.targets`): another target's changes run
 on another GPU.
 """
 
 from __future__ import annotations
 
+from orchestrator.codegen.diff import CodegenDiff, short_name
 from orchestrator.core.errors import UserError
 from orchestrator.core.events import Caution, Emit, Message, Step
 from orchestrator.core.settings import Settings
-from orchestrator.results.codegen_diff import CodegenDiff, short_name
 from orchestrator.runs.coverage import JUDGED, candidates, choose, coverage, family, finished_runs
 from orchestrator.runs.recipe import DEFAULT_SYSTEM, load_recipe
 from orchestrator.store.runstore import RunStore

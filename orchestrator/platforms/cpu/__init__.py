@@ -11,10 +11,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from orchestrator.codegen.model import probe_argv
 from orchestrator.core.errors import UserError
 from orchestrator.core.settings import GromacsSource, Settings
 from orchestrator.parsers.breakdown import KernelBreakdown
-from orchestrator.parsers.codegen import probe_argv
 from orchestrator.parsers.mdlog import MdLog, cycle_breakdown
 from orchestrator.platforms.base import (
     DEBOOTSTRAP_REPO,

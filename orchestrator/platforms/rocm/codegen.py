@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
+from orchestrator.codegen.model import probe_argv
 from orchestrator.core.settings import Settings, split_targets
-from orchestrator.parsers.codegen import probe_argv
 from orchestrator.platforms.base import KernelCompiler
 from orchestrator.platforms.rocm.stacks import STACKS, of_image, stack
 from orchestrator.platforms.rocm.targets import gpu_archs, offload_flags

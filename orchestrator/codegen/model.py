@@ -1,10 +1,11 @@
-"""The codegen fingerprint of a build: per kernel (GPU) or hot function (CPU), what code.
+"""The codegen of a build: per kernel (GPU) or hot function (CPU), what code.
 
-`codegen_probe.py` runs inside the image and prints JSON; :func:`parse_probe_output`
-turns it into a :class:`Codegen`, adding each function's category (the same categorizer
-as kernel traces, or :data:`CPU_RULES` for x86 symbols) and, for AMDGPU kernels, the
-occupancy by LLVM's rules (:mod:`orchestrator.parsers.occupancy`). :func:`probe_argv`
-builds the container command line. A Codegen is saved as ``codegen.json`` with the image.
+The probe (`payloads/codegen_probe.py`) runs inside the image and prints JSON;
+:func:`parse_probe_output` turns it into a :class:`Codegen`, adding each function's
+category (the same categorizer as kernel traces, or :data:`CPU_RULES` for x86 symbols)
+and, for AMDGPU kernels, the occupancy by LLVM's rules
+(:mod:`orchestrator.parsers.occupancy`). :func:`probe_argv` builds the container command
+line. A Codegen is saved as ``codegen.json`` with the image.
 
 Functions are keyed by mangled name; when one name occurs more than once (several
 offload architectures, or an inline template kernel emitted by two units) the key gets
@@ -22,9 +23,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orchestrator.core.errors import UserError
-from orchestrator.parsers import codegen_probe
 from orchestrator.parsers.categories import base_name, classify
 from orchestrator.parsers.occupancy import occupancy_detail
+from orchestrator.payloads import codegen_probe
 
 __all__ = [
     "CPU_RULES",
@@ -100,12 +101,12 @@ class CodeObject(BaseModel):
     functions: int = 0
     kernels_without_code: list[str] = []
     #: AMDGPU code-object version (5, 6, …) from the ELF header; None for x86, and in
-    #: fingerprints taken before it was recorded.
+    #: codegen taken before it was recorded.
     code_object_version: int | None = None
 
 
 class Codegen(BaseModel):
-    """The fingerprint of one build (``codegen.json``)."""
+    """The codegen of one build (``codegen.json``)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -122,7 +123,7 @@ class Codegen(BaseModel):
     @property
     def code_object_versions(self) -> list[int]:
         """The code-object versions of the build's code objects, sorted (one, normally;
-        none for a CPU build or a fingerprint taken before versions were recorded)."""
+        none for a CPU build or a codegen taken before versions were recorded)."""
         found = (o.code_object_version for o in self.code_objects)
         return sorted({version for version in found if version is not None})
 
@@ -201,7 +202,7 @@ def _kernel(record: dict[str, Any]) -> KernelCode:
 def _damaged(source: str, what: str) -> UserError:
     return UserError(
         f"The codegen probe output from {source} is damaged: {what}. It comes from "
-        "orchestrator/parsers/codegen_probe.py run inside the image; run it again (a "
+        "orchestrator/payloads/codegen_probe.py run inside the image; run it again (a "
         "truncated capture or an image without llvm-objdump/llvm-readelf or objdump/nm "
         "gives this)."
     )

@@ -1,10 +1,10 @@
-"""The codegen fingerprint of a GROMACS image: which code its compiler made, per kernel.
+"""The codegen of a GROMACS image, collected: which code its compiler made, per kernel.
 
 Every GROMACS image keeps what its compiler produced (ROCm: each HIP object's GPU code
-objects; CPU: libgromacs.so itself), so the fingerprint is computed by running the probe
-(`parsers/codegen_probe.py`) inside a container of the image, with the image's own LLVM
-or binutils. It is taken when the image is built and cached as
-`results/images/<tag>.codegen.json`; an image keeps everything needed to compute it
+objects; CPU: libgromacs.so itself), so its codegen is collected by running the probe
+(`payloads/codegen_probe.py`) inside a container of the image, with the image's own LLVM
+or binutils. It is collected when the image is built and cached as
+`results/images/<tag>.codegen.json`; an image keeps everything needed to collect it
 again, on any machine it is moved to, by any later version of the probe.
 """
 
@@ -14,12 +14,12 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from orchestrator.codegen.model import Codegen, parse_probe_output
 from orchestrator.core.errors import UserError
 from orchestrator.core.files import write_atomic
 from orchestrator.engine import Client
 from orchestrator.images.catalog import probe
 from orchestrator.images.provenance import ImageRecord
-from orchestrator.parsers.codegen import Codegen, parse_probe_output
 from orchestrator.platforms import get
 from orchestrator.store.layout import codegen_path
 
@@ -31,8 +31,8 @@ def _prefix(record: ImageRecord) -> str:
     return f"/opt/gromacs/{record.build}"
 
 
-def fingerprint(client: Client, image_id: str, record: ImageRecord) -> Codegen:
-    """Run the probe in `image_id` (an image with `record`'s labels); the fingerprint."""
+def run_probe(client: Client, image_id: str, record: ImageRecord) -> Codegen:
+    """Run the probe in `image_id` (an image with `record`'s labels); its codegen."""
     platform = get(record.platform or "cpu")
     command = platform.codegen.codegen_probe(
         "fingerprint", _prefix(record), record.rocm_stack, release=record.rocm_version

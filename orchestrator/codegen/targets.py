@@ -3,7 +3,7 @@
 A HIP build for ``--offload-arch=gfx1201 --offload-arch=gfx942`` holds every kernel twice,
 once per target, and a compiler change may alter one target's code and not the other's.
 So two builds are compared target by target (:func:`diff_targets`): each target's kernels
-alone, keyed as a one-target build keys them (`codegen_diff.target_view`), so a
+alone, keyed as a one-target build keys them (`codegen.diff.target_view`), so a
 one-target stable build and a two-target dev build match on the target they share, and a
 target only one build holds is said in a word, not as hundreds of changed kernels.
 
@@ -19,14 +19,14 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from orchestrator.core.errors import UsageError
-from orchestrator.parsers.codegen import Codegen
-from orchestrator.results.codegen_diff import (
+from orchestrator.codegen.diff import (
     CodegenDiff,
     TargetSummary,
     diff,
     primary_target,
 )
+from orchestrator.codegen.model import Codegen
+from orchestrator.core.errors import UsageError
 
 __all__ = [
     "TargetsDiff",
@@ -43,16 +43,17 @@ class TargetsDiff(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    a: str
-    b: str
-    a_archs: list[str]
-    b_archs: list[str]
-    #: Target -> its diff (each with `targets` set): A's targets first, then B's others.
+    baseline: str
+    candidate: str
+    baseline_archs: list[str]
+    candidate_archs: list[str]
+    #: Target -> its diff (each with `targets` set): the baseline's targets first, then
+    #: the candidate's others.
     diffs: dict[str, CodegenDiff]
 
     @property
     def summaries(self) -> list[TargetSummary]:
-        return [summarise(d, arch in self.a_archs, arch in self.b_archs)
+        return [summarise(d, arch in self.baseline_archs, arch in self.candidate_archs)
                 for arch, d in self.diffs.items()]  # fmt: skip
 
     @property
@@ -66,18 +67,19 @@ class TargetsDiff(BaseModel):
         if arch in self.diffs:
             return self.diffs[arch]
         raise UsageError(
-            f"--arch {arch}: neither build holds code for {arch}. A ({self.a}) holds "
-            f"{', '.join(self.a_archs) or 'no GPU target'}; B ({self.b}) holds "
-            f"{', '.join(self.b_archs) or 'no GPU target'}. Give one of those, or leave "
+            f"--arch {arch}: neither build holds code for {arch}. The baseline "
+            f"({self.baseline}) holds {', '.join(self.baseline_archs) or 'no GPU target'}; "
+            f"the candidate ({self.candidate}) holds "
+            f"{', '.join(self.candidate_archs) or 'no GPU target'}. Give one of those, or leave "
             "--arch out for this host's target (or the primary one) and every target's summary."
         )
 
     def verdict_target(self, host: str | None, preferred: Sequence[str] = ()) -> tuple[str, bool]:
         """The target whose code the timings are: the host GPU's when either build holds
-        it (True), else the primary one (`codegen_diff.primary_target`, False)."""
+        it (True), else the primary one (`codegen.diff.primary_target`, False)."""
         if host is not None and host in self.diffs:
             return host, True
-        return primary_target(self.a_archs, self.b_archs, preferred), False
+        return primary_target(self.baseline_archs, self.candidate_archs, preferred), False
 
     def for_verdict(self, host: str | None, preferred: Sequence[str] = ()) -> CodegenDiff:
         """The diff of the target the timings are judged on, marked host or primary."""
@@ -85,12 +87,12 @@ class TargetsDiff(BaseModel):
         return self.diffs[arch].model_copy(update={"host": is_host})
 
 
-def summarise(d: CodegenDiff, in_a: bool = True, in_b: bool = True) -> TargetSummary:
+def summarise(d: CodegenDiff, in_baseline: bool = True, in_candidate: bool = True) -> TargetSummary:
     """One target's diff in the numbers its summary line shows."""
     return TargetSummary(
         arch=d.arch or "unknown",
-        in_a=in_a,
-        in_b=in_b,
+        in_baseline=in_baseline,
+        in_candidate=in_candidate,
         changed=len(d.changed),
         total=sum(c.total for c in d.categories.values()),
         occupancy_drops=sum(1 for k in d.changed if k.occupancy_drop),
@@ -98,24 +100,25 @@ def summarise(d: CodegenDiff, in_a: bool = True, in_b: bool = True) -> TargetSum
     )
 
 
-def diff_targets(a: Codegen, b: Codegen) -> TargetsDiff:
-    """Fingerprint A (baseline) and B (candidate) compared on each target either holds,
+def diff_targets(baseline: Codegen, candidate: Codegen) -> TargetsDiff:
+    """The baseline's codegen and the candidate's compared on each target either holds,
     every target's diff carrying the summary of all of them."""
-    archs = [*a.archs, *(arch for arch in b.archs if arch not in a.archs)]
-    plain = {arch: diff(a, b, arch) for arch in archs}
-    summaries = [summarise(d, arch in a.archs, arch in b.archs) for arch, d in plain.items()]
+    archs = [*baseline.archs, *(arch for arch in candidate.archs if arch not in baseline.archs)]
+    plain = {arch: diff(baseline, candidate, arch) for arch in archs}
+    summaries = [summarise(d, arch in baseline.archs, arch in candidate.archs)
+                 for arch, d in plain.items()]  # fmt: skip
     return TargetsDiff(
-        a=a.build or "A",
-        b=b.build or "B",
-        a_archs=list(a.archs),
-        b_archs=list(b.archs),
+        baseline=baseline.build or "baseline",
+        candidate=candidate.build or "candidate",
+        baseline_archs=list(baseline.archs),
+        candidate_archs=list(candidate.archs),
         diffs={arch: d.model_copy(update={"targets": summaries}) for arch, d in plain.items()},
     )
 
 
 def targets_line(d: CodegenDiff) -> str | None:
-    """``gfx1201 (this host): 4 changed of 566; gfx942: 0 changed of 566; gfx90a: only in B
-    (566 kernels)``, the diff's own target first; None for a one-target pair."""
+    """``gfx1201 (this host): 4 changed of 566; gfx942: 0 changed of 566; gfx90a: only in
+    the candidate (566 kernels)``, the diff's own target first; None for a one-target pair."""
     if len(d.targets) < 2:
         return None
     mine = [t for t in d.targets if t.arch == d.arch]
@@ -133,7 +136,7 @@ def changed_elsewhere(d: CodegenDiff) -> list[TargetSummary]:
     """The other targets whose code changed (or that only one build holds)."""
     return [
         t for t in d.targets
-        if t.arch != d.arch and (t.changed or not (t.in_a and t.in_b))
+        if t.arch != d.arch and (t.changed or not (t.in_baseline and t.in_candidate))
     ]  # fmt: skip
 
 
@@ -147,6 +150,6 @@ def nothing_to_measure(d: CodegenDiff, base: str) -> str:
     where = "this host" if d.host else "primary target"
     parts = [f"{d.arch} ({where}): {base} here"]
     for t in elsewhere:  # a target one build lacks cannot be compared on any host
-        both = t.in_a and t.in_b
+        both = t.in_baseline and t.in_candidate
         parts.append(f"{t.text()} — measure on a {t.arch} host" if both else t.text())
     return "; ".join(parts)

@@ -6,7 +6,7 @@ with their instruction, register, spill and occupancy deltas next to the kernel'
 ratio and its interval (and the controlled ratio, judged against the unchanged kernels of
 the same runs, when the comparison has one). The unchanged kernels follow, greyed: those
 that were timed are the control, the rest are counted per category. A click on a changed
-kernel opens its code diff, which `bench` kept beside its runs (`runs.store.AsmDiffs`)
+kernel opens its code diff, which `bench` kept beside its runs (`codegen.asm.AsmDiffs`)
 because the images that hold the code may be gone when the report is made. Like the rest
 of the page, it fetches nothing: the diffs are in the page and the script is inline.
 """
@@ -17,24 +17,24 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 
-from orchestrator.parsers.categories import base_name, strip_kernel_suffix
-from orchestrator.results.codegen_diff import (
+from orchestrator.codegen.asm import AsmDiffs, KernelAsm
+from orchestrator.codegen.diff import (
     CategoryDiff,
     CodegenDiff,
     KernelDelta,
     Pair,
     short_name,
 )
-from orchestrator.results.codegen_targets import verdict_note
+from orchestrator.codegen.targets import verdict_note
+from orchestrator.parsers.categories import base_name, strip_kernel_suffix
 from orchestrator.results.compare import Comparison
 from orchestrator.results.controlled import Controlled
 from orchestrator.results.stats import Verdict
-from orchestrator.store.runstore import AsmDiffs, KernelAsm
 
 NOT_KEPT = (
     "the assembly was not kept for this bench (made before `bench` saved code diffs, or "
-    "the images could not be probed): `gmxbench codegen diff <A> <B> --kernel REGEX --asm` "
-    "prints it while both images exist"
+    "the images could not be probed): `gmxbench codegen diff <baseline> <candidate> "
+    "--kernel REGEX --asm` prints it while both images exist"
 )
 
 CSS = """
@@ -100,7 +100,7 @@ def section(views: Sequence[BenchCodegen]) -> str:
 
 def timed(delta: KernelDelta, names: Sequence[str]) -> str | None:
     """The trace's name of a changed kernel, when it was timed: the profiler's spelling
-    (mangled with `.kd`, or demangled) equal to the fingerprint's, spaces aside."""
+    (mangled with `.kd`, or demangled) equal to the codegen's, spaces aside."""
     wanted = {_plain(n) for n in (delta.key.split("@", 1)[0], delta.demangled) if n}
     return next((name for name in names if _plain(name) in wanted), None)
 
@@ -128,13 +128,14 @@ def _view(view: BenchCodegen, n: int) -> str:
     measured = [k for k in cmp.kernels if k not in matched]
     rows += [_unchanged_timed(name, cmp, ctl, d) for name in measured]
     rows += [_unchanged_category(c, d, len(headers)) for c in d.categories.values()
-             if c.unchanged or c.only_a or c.only_b]  # fmt: skip
+             if c.unchanged or c.only_baseline or c.only_candidate]  # fmt: skip
     notes = [f"{len(d.changed)} kernels changed; unchanged ones greyed"]
     if d.changed and asm is not None:
         notes[0] += "; click a changed kernel for its code diff"
     if cmp.kernels:
         notes.append(
-            f"time ratio: {d.b} / {d.a}, median call duration in each run; interval: its "
+            f"time ratio: {d.candidate} / {d.baseline}, median call duration in each run; "
+            f"interval: its "
             f"{1 - cmp.ns_per_day.alpha:.0%} confidence interval"
             + ("; controlled: against the unchanged kernels of the same runs" if ctl else "")
         )
@@ -152,7 +153,7 @@ def _view(view: BenchCodegen, n: int) -> str:
         notes.append("the runs were on the host CPU only (--cpu-only): no GPU kernel was timed")
     return "\n".join([
         f'<h3 id="codegen-{n}-title">{escape(cmp.label)} on {escape(cmp.system)}: '
-        f"{escape(d.a)} → {escape(d.b)}</h3>",
+        f"{escape(d.baseline)} → {escape(d.candidate)}</h3>",
         *(f'<p class="note">{escape(note)}</p>' for note in notes[:1]),
         *_targets(d, n),
         *(f'<p class="note">{escape(note)}</p>' for note in notes[1:]),
@@ -178,7 +179,10 @@ def _targets(d: CodegenDiff, n: int) -> list[str]:
     rows = []
     for t in sorted(d.targets, key=lambda t: t.arch != d.arch):
         mine = t.arch == d.arch
-        changed = str(t.changed) if t.in_a and t.in_b else f"only in {d.a if t.in_a else d.b}"
+        both = t.in_baseline and t.in_candidate
+        changed = (
+            str(t.changed) if both else f"only in {d.baseline if t.in_baseline else d.candidate}"
+        )
         why = ("this host's GPU" if d.host else "primary target") if mine else "not timed here"
         numbers = [str(t.total), str(t.occupancy_drops), str(t.more_spills)]
         cells = [_td(t.arch), _td(changed, "num"), *(_td(x, "num") for x in numbers), _td(why)]
@@ -193,9 +197,9 @@ def _changed(
     kept: Mapping[str, KernelAsm], ident: str, width: int,
 ) -> list[str]:  # fmt: skip
     """A changed kernel's row, and the hidden row under it holding its code diff."""
-    a_instr, b_instr = delta.instructions
-    pct = f"{100 * (b_instr or 0) / a_instr - 100:+.1f}%" if a_instr else "n/a"
-    change, full = _signed(b_instr, a_instr), delta.demangled or delta.name
+    base_instr, cand_instr = delta.instructions
+    pct = f"{100 * (cand_instr or 0) / base_instr - 100:+.1f}%" if base_instr else "n/a"
+    change, full = _signed(cand_instr, base_instr), delta.demangled or delta.name
     cells = [
         _td(short_name(full), "kernel", title=full),
         _td(delta.category), _td(_arrow(delta.instructions), "num"),
@@ -239,8 +243,8 @@ def _unchanged_category(c: CategoryDiff, d: CodegenDiff, width: int) -> str:
         name = base_name(key.split("@", 1)[0])
         counts[name] = counts.get(name, 0) + 1
     names = ", ".join(f"{k} ×{v}" if v > 1 else k for k, v in sorted(counts.items()))
-    extra = [f"{len(c.only_a)} only in {d.a}"] * bool(c.only_a)
-    extra += [f"{len(c.only_b)} only in {d.b}"] * bool(c.only_b)
+    extra = [f"{len(c.only_baseline)} only in {d.baseline}"] * bool(c.only_baseline)
+    extra += [f"{len(c.only_candidate)} only in {d.candidate}"] * bool(c.only_candidate)
     text = f"{len(c.unchanged)} kernels with unchanged code" + (f": {names}" if names else "")
     text += "".join(f"; {e}" for e in extra)
     return (
@@ -284,16 +288,16 @@ def _td(text: str, css: str = "", title: str = "") -> str:
 
 
 def _arrow(pair: Pair) -> str:
-    a, b = pair
-    if a == b:
-        return "–" if a is None else str(a)
-    return f"{'–' if a is None else a}→{'–' if b is None else b}"
+    base, cand = pair
+    if base == cand:
+        return "–" if base is None else str(base)
+    return f"{'–' if base is None else base}→{'–' if cand is None else cand}"
 
 
-def _signed(b: int | None, a: int | None) -> str:
-    if a is None or b is None or a == b:
+def _signed(cand: int | None, base: int | None) -> str:
+    if base is None or cand is None or base == cand:
         return ""
-    return f"{b - a:+d}"
+    return f"{cand - base:+d}"
 
 
 def _diff_html(text: str) -> str:

@@ -1,9 +1,10 @@
-"""Codegen fingerprint probe: runs INSIDE a GROMACS image, prints JSON on stdout.
+"""Codegen probe: runs INSIDE a GROMACS image, prints JSON on stdout.
 
 Standard library only, Python 3.9+, no imports from ``orchestrator``: the host sends this
 file into a container of the image (``python3 - ARGS < codegen_probe.py`` or ``python3 -c``)
-and calls the image's own LLVM/binutils tools, so the fingerprint describes the machine
-code that image really holds. The host parses the JSON (``orchestrator.parsers.codegen``).
+and calls the image's own LLVM/binutils tools, so the codegen describes the machine
+code that image really holds. The host parses the JSON (``orchestrator.codegen.model``).
+It is one file over 500 lines on purpose: it is sent whole, and imports nothing beside it.
 
 Modes::
 

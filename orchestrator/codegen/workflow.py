@@ -1,43 +1,45 @@
-"""`codegen diff A B`: which kernels two builds compiled differently, and how.
+"""`codegen diff BASELINE CANDIDATE`: which kernels two builds compiled differently, and how.
 
-A and B are GROMACS images (a tag or a build name) or runs (a run directory or id, whose
-`codegen.json` is the fingerprint of the image it ran). Fingerprints are taken from the
-cache beside the image's lockfile, or from the image itself when there is none yet.
+Each side is a GROMACS image (a tag or a build name) or a run (a run directory or id,
+whose `codegen.json` is the codegen of the image it ran). An image's codegen is read from
+the cache beside its lockfile, or collected from the image itself when there is none yet.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator import engine
-from orchestrator.core.errors import UsageError, UserError
-from orchestrator.core.events import Caution, Emit, Message, ignore
-from orchestrator.core.settings import Settings
-from orchestrator.engine import Client
-from orchestrator.images import fingerprint, kernels, user_kernels
-from orchestrator.images.gromacs import gromacs_ref, record_of
-from orchestrator.images.provenance import ImageRecord
-from orchestrator.images.user_kernels import UserProgram
-from orchestrator.parsers.codegen import Codegen, KernelCode, load_codegen
-from orchestrator.platforms.rocm.targets import detect_gpu_arch
-from orchestrator.results.codegen_diff import CodegenDiff, Format, asm_diff, render, target_view
-from orchestrator.results.codegen_targets import (
+from orchestrator.codegen import collect
+from orchestrator.codegen.asm import ASM_KEPT, AsmDiffs, asm_diff, collect_asm_diffs, save_asm_diffs
+from orchestrator.codegen.diff import CodegenDiff, target_view
+from orchestrator.codegen.model import Codegen, KernelCode, load_codegen
+from orchestrator.codegen.table import Format, render
+from orchestrator.codegen.targets import (
     TargetsDiff,
     diff_targets,
     targets_line,
     verdict_note,
 )
+from orchestrator.core.errors import UsageError, UserError
+from orchestrator.core.events import Caution, Emit, Message, ignore
+from orchestrator.core.settings import Settings
+from orchestrator.engine import Client
+from orchestrator.images import kernels, user_kernels
+from orchestrator.images.gromacs import gromacs_ref, record_of
+from orchestrator.images.provenance import ImageRecord
+from orchestrator.images.user_kernels import UserProgram
+from orchestrator.platforms.rocm.targets import detect_gpu_arch
 from orchestrator.store.layout import CODEGEN_FILE, RESULT_FILE, codegen_path
-from orchestrator.store.runstore import AsmDiffs, KernelAsm, RunStore, save_asm_diffs
+from orchestrator.store.runstore import RunStore
 
 
 @dataclass
 class Side:
-    """One side of a codegen diff: what it is, its fingerprint, and its image if known."""
+    """One side of a codegen diff: what it is, its codegen, and its image if known."""
 
     label: str
     codegen: Codegen
@@ -47,7 +49,7 @@ class Side:
 def image_codegen(
     client: Client, settings: Settings, ref: str, emit: Emit = ignore
 ) -> tuple[ImageRecord, Codegen]:
-    """The record and fingerprint of GROMACS image `ref`: cached, or taken now and cached."""
+    """The record and codegen of GROMACS image `ref`: cached, or collected now and cached."""
     image = engine.image(client, gromacs_ref(ref))
     if image is None:
         raise UserError(
@@ -61,8 +63,8 @@ def image_codegen(
             return record, codegen
     emit(Message(f"fingerprinting the code of {record.tag}"))
     started = time.monotonic()
-    codegen = fingerprint.fingerprint(client, image.id, record)
-    fingerprint.save(settings.results_dir, codegen, record.tag)
+    codegen = collect.run_probe(client, image.id, record)
+    collect.save(settings.results_dir, codegen, record.tag)
     emit(Message(f"codegen of {record.tag}: {len(codegen.kernels)} functions in "
                  f"{time.monotonic() - started:.1f} s"))  # fmt: skip
     return record, codegen
@@ -82,10 +84,10 @@ def side(client: Client, settings: Settings, spec: str, emit: Emit = ignore) -> 
 
 
 def codegen_diff(
-    client: Client, settings: Settings, a: str, b: str, emit: Emit = ignore
+    client: Client, settings: Settings, baseline: str, candidate: str, emit: Emit = ignore
 ) -> tuple[Side, Side, TargetsDiff]:
     """Both sides and their code compared on every target either build holds."""
-    one, two = side(client, settings, a, emit), side(client, settings, b, emit)
+    one, two = side(client, settings, baseline, emit), side(client, settings, candidate, emit)
     if one.codegen.platform != two.codegen.platform:
         raise UsageError(
             f"{one.label} is a {one.codegen.platform} build and {two.label} a "
@@ -95,20 +97,20 @@ def codegen_diff(
 
 
 def diff_report(
-    a: Side, b: Side, targets: TargetsDiff, *, arch: str | None = None, host: str | None = None,
-    fmt: Format = "simple", limit: int = 40, kernel: str | None = None,
+    baseline: Side, candidate: Side, targets: TargetsDiff, *, arch: str | None = None,
+    host: str | None = None, fmt: Format = "simple", limit: int = 40, kernel: str | None = None,
 ) -> tuple[CodegenDiff, str]:  # fmt: skip
     """`codegen diff`'s text, and the diff it lists: a code-object version difference
     first, the sides, every target's summary (several targets), then the changed kernels
     (only those whose name matches `kernel`) of `arch`, else of the verdict's target."""
-    result = targets.target(arch) if arch else verdict_diff(targets, b.image, host)
+    result = targets.target(arch) if arch else verdict_diff(targets, candidate.image, host)
     if kernel:
         wanted = _regex(kernel)
         kept = [k for k in result.changed if wanted.search(k.demangled or k.name)]
         result = result.model_copy(update={"changed": kept})
     note = result.code_object_note()
     lines = [note] if note else []  # first: it may explain every difference below
-    lines += [f"A: {a.label}", f"B: {b.label}"]
+    lines += [f"baseline: {baseline.label}", f"candidate: {candidate.label}"]
     if targets.several:
         which = f"{result.arch} (--arch)" if arch else verdict_note(result)
         lines.append(f"per target: {targets_line(result)}")
@@ -139,72 +141,75 @@ def verdict_diff(
 
 
 def kernel_asm_diffs(
-    client: Client, settings: Settings, a: Side, b: Side, result: CodegenDiff, pattern: str
-) -> list[str]:
+    client: Client, settings: Settings, baseline: Side, candidate: Side, result: CodegenDiff,
+    pattern: str,
+) -> list[str]:  # fmt: skip
     """Unified diffs of the changed kernels whose name matches `pattern` (both images)."""
     wanted = _regex(pattern)
-    images = [s.image for s in (a, b)]
+    images = [s.image for s in (baseline, candidate)]
     if any(image is None for image in images):
         raise UsageError(
             "--asm needs both sides' images (a run's copy of codegen.json holds no code): "
-            "give the images, e.g. `codegen diff <build A> <build B> --kernel … --asm`."
+            "give the images, e.g. `codegen diff <baseline build> <candidate build> --kernel "
+            "… --asm`."
         )
     out = []
-    views = [_view(s.codegen, result) for s in (a, b)]
+    views = [_view(s.codegen, result) for s in (baseline, candidate)]
     for delta in result.changed:
         one, two = views[0].kernels[delta.key], views[1].kernels[delta.key]
         if not wanted.search(one.demangled or one.name):
             continue
         texts = [
-            fingerprint.function_asm(client, image, kernel.name, kernel.unit, kernel.arch)  # type: ignore[arg-type]
+            collect.function_asm(client, image, kernel.name, kernel.unit, kernel.arch)  # type: ignore[arg-type]
             for image, kernel in zip(images, (one, two), strict=True)
         ]
-        labels = {"a_label": f"{a.label} {one.name}", "b_label": f"{b.label} {two.name}"}
-        out.append(asm_diff(*texts, **labels))
+        labels = [f"{baseline.label} {one.name}", f"{candidate.label} {two.name}"]
+        out.append(asm_diff(*texts, *labels))
     if not out:
         raise UsageError(f"No changed kernel matches --kernel {pattern!r}.")
     return out
 
 
 def builds_codegen(
-    client: Client, settings: Settings, a: ImageRecord, b: ImageRecord, emit: Emit = ignore
-) -> CodegenDiff | None:
+    client: Client, settings: Settings, baseline: ImageRecord, candidate: ImageRecord,
+    emit: Emit = ignore,
+) -> CodegenDiff | None:  # fmt: skip
     """The codegen diff of two builds for a timing verdict; None for an A/A comparison or
-    when a fingerprint cannot be had (said, not fatal: the timing verdict stands alone)."""
-    if a.id == b.id:
+    when a codegen cannot be had (said, not fatal: the timing verdict stands alone)."""
+    if baseline.id == candidate.id:
         return None
     try:
-        _, one = image_codegen(client, settings, a.tag, emit)
-        _, two = image_codegen(client, settings, b.tag, emit)
+        _, one = image_codegen(client, settings, baseline.tag, emit)
+        _, two = image_codegen(client, settings, candidate.tag, emit)
     except UserError as exc:
         emit(Caution(f"no codegen summary: {exc.message}"))
         return None
-    return verdict_diff(diff_targets(one, two), b, host_target())
+    return verdict_diff(diff_targets(one, two), candidate, host_target())
 
 
 def kernels_codegen(
     client: Client,
     settings: Settings,
-    a: ImageRecord,
-    b: ImageRecord,
+    baseline: ImageRecord,
+    candidate: ImageRecord,
     program: UserProgram,
     emit: Emit = ignore,
 ) -> CodegenDiff | None:
     """The codegen diff of a user's kernel as two builds' compilers made it (their kernel
     images, built now if missing; the runs find them again), on the verdict's target;
-    None for an A/A comparison or when a fingerprint cannot be had (said, not fatal)."""
-    if a.id == b.id:
+    None for an A/A comparison or when a codegen cannot be had (said, not fatal)."""
+    if baseline.id == candidate.id:
         return None
     try:
         one, two = (
-            user_kernels.fingerprint(client, kernels.ensure(client, settings, side.tag, program,
-                                                            emit))
-            for side in (a, b)
+            user_kernels.kernel_codegen(client, kernels.ensure(client, settings, side.tag,
+                                                               program, emit))
+            for side in (baseline, candidate)
         )  # fmt: skip
     except UserError as exc:
         emit(Caution(f"no codegen summary: {exc.message}"))
         return None
-    return verdict_diff(diff_targets(one, two), b, host_target())
+    return verdict_diff(diff_targets(one, two), candidate, host_target())
 
 
 def runs_codegen(baseline: Path, candidate: Path) -> CodegenDiff | None:
@@ -235,42 +240,8 @@ def _view(codegen: Codegen, result: CodegenDiff) -> Codegen:
     return codegen if result.arch is None else target_view(codegen, result.arch)
 
 
-#: What `bench` keeps for the report: the most important changed kernels' code diffs,
-#: each cut at this many characters, within this many seconds of probing.
-ASM_KEPT, ASM_MAX_CHARS, ASM_SECONDS = 40, 60_000, 60.0
-
-
-def collect_asm_diffs(
-    result: CodegenDiff, a: Codegen, b: Codegen, code: Callable[[int, KernelCode], str],
-    groups: tuple[str, str], *, limit: int = ASM_KEPT, max_chars: int = ASM_MAX_CHARS,
-    seconds: float = ASM_SECONDS, emit: Emit = ignore,
-) -> AsmDiffs:  # fmt: skip
-    """The code diffs of the first `limit` changed kernels (most important first), each
-    cut at `max_chars`; `code(side, kernel)` prints one kernel's code (side 0: baseline).
-    A kernel whose code cannot be had is named in `left_out`, not fatal."""
-    kept: list[KernelAsm] = []
-    left_out: list[str] = []
-    started = time.monotonic()
-    for delta in result.changed:
-        one, two = a.kernels.get(delta.key), b.kernels.get(delta.key)
-        if len(kept) >= limit or time.monotonic() - started > seconds or not (one and two):
-            left_out.append(delta.key)
-            continue
-        try:
-            text = asm_diff(code(0, one), code(1, two), f"{result.a} {one.name}",
-                            f"{result.b} {two.name}")  # fmt: skip
-        except UserError as exc:
-            emit(Caution(f"code of {delta.key} not kept: {exc.message}"))
-            left_out.append(delta.key)
-            continue
-        cut = len(text) > max_chars
-        kept.append(KernelAsm(key=delta.key, name=one.name, diff=text[:max_chars], cut=cut))
-    return AsmDiffs(baseline=groups[0], candidate=groups[1], kernels=kept, left_out=left_out,
-                    max_chars=max_chars)  # fmt: skip
-
-
 def keep_asm_diffs(
-    client: Client, settings: Settings, a: ImageRecord, b: ImageRecord,
+    client: Client, settings: Settings, baseline: ImageRecord, candidate: ImageRecord,
     result: CodegenDiff | None, groups: tuple[str, str], emit: Emit = ignore,
 ) -> AsmDiffs | None:  # fmt: skip
     """Save a bench's changed kernels' code diffs beside its runs, for `report --html`
@@ -279,11 +250,12 @@ def keep_asm_diffs(
         return None
     started = time.monotonic()
     try:
-        sides = [image_codegen(client, settings, image.tag, emit)[1] for image in (a, b)]
+        sides = [image_codegen(client, settings, image.tag, emit)[1]
+                 for image in (baseline, candidate)]  # fmt: skip
     except UserError as exc:
         emit(Caution(f"the changed kernels' code is not kept for the report: {exc.message}"))
         return None
-    images = (a, b)
+    images = (baseline, candidate)
     wanted: dict[str | None, list[str]] = {}  # unit -> the names the report can keep
     for delta in result.changed[:ASM_KEPT]:
         wanted.setdefault(delta.unit, []).append(delta.name)
@@ -294,7 +266,7 @@ def keep_asm_diffs(
         unit = kernel.unit
         if (side, unit) not in texts:
             names = wanted.get(unit) or [kernel.name]
-            texts[side, unit] = fingerprint.functions_asm(
+            texts[side, unit] = collect.functions_asm(
                 client, images[side], names, unit, kernel.arch
             )
         if kernel.name not in texts[side, unit]:
