@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmarks.simulation import seed_of
-from orchestrator.results.controlled import judge
-from orchestrator.results.paired import baseline_first
+from orchestrator.verdict.controlled import judge
+from orchestrator.verdict.paired import baseline_first
 
 THRESHOLD, ALPHA = 2.0, 0.05
 RHO = 0.5

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.results.report import render
+from orchestrator.report.text import render
 from orchestrator.runs.store import RunStore
 from orchestrator.workflows.bench import BenchRequest, bench
 
@@ -108,8 +108,8 @@ def test_default_repeats_run_abba_pairs_as_the_plan_says(
     as many pairs as the default plan asks for given the ns/day measured and the pairs that
     shared the machine (measured again), and both groups hold exactly those pairs, finished.
     On this 2-core host, shared with other work, every run may be flagged: then 20 pairs."""
-    from orchestrator.results.paired import RepeatPlan, repeat_plan
     from orchestrator.runs.runner import RunStarted
+    from orchestrator.verdict.paired import RepeatPlan, repeat_plan
 
     req = BenchRequest(system=SYSTEM, steps=AUTO_STEPS, tag=f"auto-{uuid.uuid4().hex[:8]}")
     assert req.repeats == "auto" and repeat_plan(req.repeats) == RepeatPlan(6, 10, 2, early=4)
@@ -176,7 +176,7 @@ def check_busy_verdict(outcome: Any, n: int, flagged: list[tuple[str, str]]) -> 
     """The verdict of `n` pairs whose `flagged` (baseline, candidate) runs shared the
     machine, whatever the host was doing: flagged pairs named and left out; 3 clean pairs
     or more, judged on exactly those; fewer, no verdict and no marker anywhere."""
-    from orchestrator.results.report import webhook_text
+    from orchestrator.report.text import webhook_text
 
     cmp, clean = outcome.comparison, n - len(flagged)
     out = render(cmp)

@@ -16,9 +16,9 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from orchestrator.cli import main
-from orchestrator.results import history
-from orchestrator.results.report import bisect_text, history_text
+from orchestrator.report.text import bisect_text, history_text
 from orchestrator.runs.database import Database
+from orchestrator.verdict import history
 from orchestrator.workflows.bisect import BisectRequest, bisect
 from tests.mini_llvm import EXTRA_FLAGS, make_mini_llvm
 

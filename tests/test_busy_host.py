@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from orchestrator.core.events import Event, Step
-from orchestrator.results.report import render, webhook_text
+from orchestrator.report.text import render, webhook_text
 from orchestrator.runs.store import RunStore
 from orchestrator.workflows.bench import BenchRequest, bench
 

@@ -35,6 +35,7 @@ from orchestrator.parsers.codegen import (
     probe_source,
 )
 from orchestrator.parsers.occupancy import TARGETS, occupancy, occupancy_detail
+from orchestrator.report.text import codegen_lines
 from orchestrator.results.codegen_diff import (
     asm_diff,
     code_unchanged,
@@ -43,8 +44,7 @@ from orchestrator.results.codegen_diff import (
     short_name,
     summary_lines,
 )
-from orchestrator.results.compare import Comparison
-from orchestrator.results.report import codegen_lines
+from orchestrator.verdict.compare import Comparison
 
 DATA = Path(__file__).parent / "data" / "codegen"
 GROMACS = DATA / "gromacs"

@@ -34,18 +34,18 @@ from orchestrator.parsers import codegen_probe as probe
 from orchestrator.parsers.codegen import Codegen, parse_probe_output
 from orchestrator.parsers.occupancy import occupancy_detail
 from orchestrator.platforms.rocm import RocmPlatform
+from orchestrator.report.text import codegen_lines
 from orchestrator.results.codegen_diff import diff, primary_target, render, target_view
 from orchestrator.results.codegen_targets import (
     diff_targets,
     nothing_to_measure,
     targets_line,
 )
-from orchestrator.results.compare import Comparison
-from orchestrator.results.controlled import kernel_status
 from orchestrator.results.html_codegen import BenchCodegen, section
-from orchestrator.results.report import codegen_lines
 from orchestrator.runs.hostinfo import collect
 from orchestrator.runs.store import CODEGEN_FILE, ImageRef, RunResult, RunStore
+from orchestrator.verdict.compare import Comparison
+from orchestrator.verdict.controlled import kernel_status
 from orchestrator.workflows.bench import NOTHING_CHANGED, _summary, nothing_changed
 from orchestrator.workflows.codegen import Side, diff_report, runs_codegen, verdict_diff
 from orchestrator.workflows.placement import changed_families

@@ -11,11 +11,11 @@ import pytest
 
 from orchestrator.core.errors import UsageError
 from orchestrator.parsers.mdlog import cycle_breakdown, parse_mdlog
-from orchestrator.results.compare import compare_runs
-from orchestrator.results.judge import compare_groups
-from orchestrator.results.report import render, webhook_text
+from orchestrator.report.text import render, webhook_text
 from orchestrator.runs.hostinfo import HostInfo
 from orchestrator.runs.store import ImageRef, Run, RunResult, RunStore
+from orchestrator.verdict.compare import compare_runs
+from orchestrator.verdict.judge import compare_groups
 from orchestrator.workflows.bench import BenchOutcome
 
 
@@ -140,8 +140,8 @@ def test_compare_cli_markdown(tmp_path: Path) -> None:
 
 
 def test_benjamini_hochberg_keeps_broad_changes_and_drops_lone_ones() -> None:
-    from orchestrator.results.compare import adjust_for_many_categories
-    from orchestrator.results.stats import compare_samples
+    from orchestrator.verdict.compare import adjust_for_many_categories
+    from orchestrator.verdict.stats import compare_samples
 
     base = [100.0, 101.0, 99.0, 100.5, 99.5]
     moved = compare_samples(base, [90.0, 91.0, 89.0, 90.5, 89.5], higher_is_better=False)

@@ -1,4 +1,4 @@
-"""Unchanged kernels as the control (`results.controlled`): the rule, the name mapping on real
+"""Unchanged kernels as the control (`verdict.controlled`): the rule, the name mapping on real
 kernel names, and a run through `compare_groups` with a codegen diff of real code objects.
 
 Kernel names: rocprofv3 spells a kernel as libstdc++'s ``__cxa_demangle`` does, or mangled
@@ -22,12 +22,12 @@ from benchmarks.bench_controlled import BURSTS, CLEAN, UNEQUAL, WANDER, ControlC
 from orchestrator.parsers.codegen import Codegen, parse_probe_output
 from orchestrator.parsers.mdlog import cycle_breakdown, parse_mdlog
 from orchestrator.parsers.rocprof import parse_kernel_csv
+from orchestrator.report.text import render
 from orchestrator.results.codegen_diff import CategoryDiff, CodegenDiff, diff
-from orchestrator.results.controlled import KernelIndex, category_status, judge, kernel_status
-from orchestrator.results.judge import compare_groups
-from orchestrator.results.report import render
-from orchestrator.results.verdicts import verdict
 from orchestrator.runs.store import RunStore
+from orchestrator.verdict.controlled import KernelIndex, category_status, judge, kernel_status
+from orchestrator.verdict.judge import compare_groups
+from orchestrator.verdict.verdicts import verdict
 from tests.test_codegen import GROMACS, _codegen, _cpu_records
 from tests.test_compare import make_run
 

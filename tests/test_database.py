@@ -18,12 +18,12 @@ from sqlalchemy import inspect, text
 from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.settings import load_settings
 from orchestrator.parsers.mdlog import cycle_breakdown, parse_mdlog
-from orchestrator.results import history
-from orchestrator.results.report import history_text
+from orchestrator.report.text import history_text
 from orchestrator.runs import database
 from orchestrator.runs.database import Database, import_runs, record_quietly
 from orchestrator.runs.liveness import Owner
 from orchestrator.runs.store import RunResult, RunStore
+from orchestrator.verdict import history
 from tests import postgres
 from tests.test_store import _result, _save
 

@@ -20,14 +20,9 @@ from orchestrator.parsers import codegen_probe as probe
 from orchestrator.parsers.breakdown import build_breakdown
 from orchestrator.parsers.categories import CATEGORIES
 from orchestrator.parsers.codegen import Codegen, KernelCode
+from orchestrator.report.html import render_html
 from orchestrator.results.codegen_diff import CodegenDiff, diff, short_name
-from orchestrator.results.compare import Comparison, category_verdicts
-from orchestrator.results.controlled import judge
-from orchestrator.results.history import Bisect, BisectStep, Sample, Series, build_series
-from orchestrator.results.html import render_html
 from orchestrator.results.html_codegen import BenchCodegen
-from orchestrator.results.paired import compare_pairs
-from orchestrator.results.stats import compare_samples
 from orchestrator.runs.hostinfo import HostInfo
 from orchestrator.runs.store import (
     CODEGEN_FILE,
@@ -38,6 +33,11 @@ from orchestrator.runs.store import (
     load_asm_diffs,
     save_asm_diffs,
 )
+from orchestrator.verdict.compare import Comparison, category_verdicts
+from orchestrator.verdict.controlled import judge
+from orchestrator.verdict.history import Bisect, BisectStep, Sample, Series, build_series
+from orchestrator.verdict.paired import compare_pairs
+from orchestrator.verdict.stats import compare_samples
 from orchestrator.workflows.codegen import collect_asm_diffs
 from tests.test_codegen import GROMACS as UNITS
 from tests.test_codegen import _codegen, _gz

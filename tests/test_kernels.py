@@ -32,12 +32,12 @@ from orchestrator.parsers.kernelbench import (
     parse_tune_cache,
     summarize,
 )
-from orchestrator.results.judge import compare_groups
-from orchestrator.results.report import render
+from orchestrator.report.text import render
 from orchestrator.runs import kernel_runs
 from orchestrator.runs.kernel_recipe import ResolvedKernel
 from orchestrator.runs.recipe import load_recipe, load_system
 from orchestrator.runs.store import RunStore
+from orchestrator.verdict.judge import compare_groups
 
 DATA = Path(__file__).parent / "data" / "kernels"
 GPU = DATA / "gpu"

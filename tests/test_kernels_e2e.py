@@ -12,7 +12,7 @@ import pytest
 from orchestrator.core import engine as engine_mod
 from orchestrator.core.errors import UserError
 from orchestrator.images import kernels
-from orchestrator.results.report import kernel_run_text, render
+from orchestrator.report.text import kernel_run_text, render
 from orchestrator.runs.database import Database, runs
 from orchestrator.runs.runner import RunRequest, execute, plan_run
 from orchestrator.workflows.bench import BenchRequest, bench

@@ -22,7 +22,12 @@ LAYERS = [
 ]  # fmt: skip
 #: Where a module's layer is not its top folder's: a feature package (one folder for one idea)
 #: spans layers, so each of its modules is placed here, the longest prefix winning.
-PLACED: dict[str, str] = {}
+PLACED: dict[str, str] = {
+    # the codegen diff, which verdicts judge changed kernels by, and its HTML view
+    "orchestrator.results.codegen_diff": "verdict",
+    "orchestrator.results.codegen_targets": "verdict",
+    "orchestrator.results.html_codegen": "report",
+}
 
 
 def _module_name(path: Path) -> str:

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from orchestrator.core.errors import UsageError
-from orchestrator.results import paired, student
-from orchestrator.results.paired import RepeatPlan, compare_pairs, repeat_plan
-from orchestrator.results.sequential import AUTO_EARLY, interim_alpha, settle
+from orchestrator.verdict import paired, student
+from orchestrator.verdict.paired import RepeatPlan, compare_pairs, repeat_plan
+from orchestrator.verdict.sequential import AUTO_EARLY, interim_alpha, settle
 
 VECTORS: dict[str, Any] = json.loads(
     (Path(__file__).parent / "data" / "stats_vectors.json").read_text(encoding="utf-8")
@@ -59,7 +59,7 @@ def independent_marker_change(
     se_test: float, se_est: float, df: int, q: float, limit: float, power: float
 ) -> float:
     """The log change whose marker probability is `power`, by another route than
-    `results.detectable`: a midpoint sum over the chi-square variable x = df * U^2 with its
+    `verdict.detectable`: a midpoint sum over the chi-square variable x = df * U^2 with its
     normalised density from lgamma, and plain bisection on the change."""
     top, steps = df + 40 * math.sqrt(df) + 60, 20000
     h = top / steps

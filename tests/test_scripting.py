@@ -23,10 +23,10 @@ from orchestrator.cli import main
 from orchestrator.core.exits import EPILOG, MEANING, SIGNALLED, ExitCode
 from orchestrator.core.files import write_atomic
 from orchestrator.parsers.codegen import Codegen, KernelCode
-from orchestrator.results.compare import compare_runs
 from orchestrator.runs.database import Database, import_runs
 from orchestrator.runs.inputs import fetch_inputs
 from orchestrator.runs.store import CODEGEN_FILE, RunStore
+from orchestrator.verdict.compare import compare_runs
 from orchestrator.workflows.bench import NOTHING_CHANGED, BenchOutcome
 from tests.test_compare import BUSY, PAIRS, _bench_groups, _flag, load_runs, make_run
 from tests.test_inputs import make_zip, zip_system

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from orchestrator.core.settings import SlurmSettings
-from orchestrator.results.judge import compare_groups
 from orchestrator.runs.executors import Job, SlurmExecutor
 from orchestrator.runs.runner import RunRequest
 from orchestrator.runs.store import RunResult, RunStore
+from orchestrator.verdict.judge import compare_groups
 from orchestrator.workflows.bench import BenchRequest, bench
 from orchestrator.workflows.matrix import load_matrix, matrix
 from tests import slurm

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.results import stats, student
+from orchestrator.verdict import stats, student
 from tests.test_paired import independent_marker_change, independent_typical_sd
 
 VECTORS: dict[str, Any] = json.loads(
@@ -259,7 +259,7 @@ def test_selected_order_statistics_equal_the_sorted_ones() -> None:
     import math
     import random
 
-    from orchestrator.results.stats import kth_difference
+    from orchestrator.verdict.stats import kth_difference
 
     rng = random.Random(3)
     for n_a, n_b in ((1, 1), (3, 7), (60, 90), (200, 200)):

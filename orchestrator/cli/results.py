@@ -20,15 +20,15 @@ from orchestrator.core.events import Caution
 from orchestrator.core.files import write_atomic
 from orchestrator.core.settings import Settings
 from orchestrator.parsers.categories import CATEGORIES
-from orchestrator.results import history as hist
-from orchestrator.results.compare import Comparison
-from orchestrator.results.html import render_html
+from orchestrator.report.html import render_html
+from orchestrator.report.text import history_text, render, webhook_text
 from orchestrator.results.html_codegen import BenchCodegen
-from orchestrator.results.judge import compare_groups
-from orchestrator.results.judgement import judge
-from orchestrator.results.report import history_text, render, webhook_text
 from orchestrator.runs.database import Database, import_runs, shown
 from orchestrator.runs.store import RunStore, load_asm_diffs
+from orchestrator.verdict import history as hist
+from orchestrator.verdict.compare import Comparison
+from orchestrator.verdict.judge import compare_groups
+from orchestrator.verdict.judgement import judge
 from orchestrator.workflows import codegen
 
 

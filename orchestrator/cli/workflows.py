@@ -21,8 +21,8 @@ from orchestrator.cli.images import gpu_arch_option
 from orchestrator.core import engine
 from orchestrator.core.events import Message, Step
 from orchestrator.core.settings import Settings, with_gpu_arch
-from orchestrator.results.judgement import judge
-from orchestrator.results.report import bisect_text, render, webhook_text
+from orchestrator.report.text import bisect_text, render, webhook_text
+from orchestrator.verdict.judgement import judge
 from orchestrator.workflows import share as sharing
 from orchestrator.workflows.bench import bench
 from orchestrator.workflows.bench_plan import BenchRequest, plan, plan_text, settle

@@ -26,10 +26,10 @@ from orchestrator.results.codegen_diff import (
     short_name,
 )
 from orchestrator.results.codegen_targets import verdict_note
-from orchestrator.results.compare import Comparison
-from orchestrator.results.controlled import Controlled
-from orchestrator.results.stats import Verdict
 from orchestrator.runs.store import AsmDiffs, KernelAsm
+from orchestrator.verdict.compare import Comparison
+from orchestrator.verdict.controlled import Controlled
+from orchestrator.verdict.stats import Verdict
 
 NOT_KEPT = (
     "the assembly was not kept for this bench (made before `bench` saved code diffs, or "

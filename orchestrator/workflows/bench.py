@@ -26,12 +26,12 @@ from orchestrator.images.provenance import ImageRecord, label
 from orchestrator.images.user_kernels import UserProgram
 from orchestrator.results.codegen_diff import CodegenDiff, summary_lines
 from orchestrator.results.codegen_targets import nothing_to_measure, targets_line, verdict_note
-from orchestrator.results.compare import Comparison
-from orchestrator.results.judge import compare_groups
 from orchestrator.runs.database import BenchRecord, record_bench
 from orchestrator.runs.kernel_recipe import ResolvedKernel
 from orchestrator.runs.recipe import load_system
 from orchestrator.runs.store import RunStore
+from orchestrator.verdict.compare import Comparison
+from orchestrator.verdict.judge import compare_groups
 from orchestrator.workflows.bench_plan import BenchRequest as BenchRequest  # its callers' name
 from orchestrator.workflows.bench_plan import (
     Settled,
@@ -80,7 +80,7 @@ class BenchOutcome:
 
     @property
     def verdict(self) -> str:
-        """`faster`, `slower`, `no change`, `too busy` (no verdict: `results.busy`) or
+        """`faster`, `slower`, `no change`, `too busy` (no verdict: `verdict.busy`) or
         `nothing measured` (the database's word)."""
         if self.comparison is None:
             return "nothing measured"

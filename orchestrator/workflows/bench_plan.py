@@ -27,9 +27,9 @@ from orchestrator.images.provenance import ImageRecord, Lockfile, load_lockfile
 from orchestrator.images.toolchain_llvm import llvm_tag, resolve_llvm
 from orchestrator.platforms import active
 from orchestrator.platforms.base import Platform, ProfileMode
-from orchestrator.results.paired import MIN_PAIRS, repeat_plan
 from orchestrator.runs.recipe import load_system
 from orchestrator.runs.runner import check_limits
+from orchestrator.verdict.paired import MIN_PAIRS, repeat_plan
 from orchestrator.workflows.budget import (
     Fit,
     budget_seconds,
@@ -58,7 +58,7 @@ class BenchRequest:
     system: str | None = None
     tag: str | None = None
     steps: int | None = None
-    #: Interleaved pairs: a number, "auto" or "auto:MAX" (`results.paired.repeat_plan`).
+    #: Interleaved pairs: a number, "auto" or "auto:MAX" (`verdict.paired.repeat_plan`).
     repeats: int | str = "auto"
     no_llvm_rebuild: bool = False
     no_gmx_rebuild: bool = False

@@ -41,13 +41,13 @@ from orchestrator.core.settings import Settings
 from orchestrator.images import kernels
 from orchestrator.images.gitsource import display_source, git, is_url, refuse_option
 from orchestrator.images.gromacs import build_gromacs
-from orchestrator.results.compare import Comparison
-from orchestrator.results.history import Bisect, BisectStep, BisectVerdict
-from orchestrator.results.paired import MIN_PAIRS, repeat_plan
-from orchestrator.results.stats import Verdict
 from orchestrator.runs.database import Database, bisect_steps, bisects, group_of
 from orchestrator.runs.kernel_recipe import ResolvedKernel
 from orchestrator.runs.recipe import load_system
+from orchestrator.verdict.compare import Comparison
+from orchestrator.verdict.history import Bisect, BisectStep, BisectVerdict
+from orchestrator.verdict.paired import MIN_PAIRS, repeat_plan
+from orchestrator.verdict.stats import Verdict
 from orchestrator.workflows.bench import BenchRequest, bench
 from orchestrator.workflows.bench_plan import PlanLine, check_numbers, run_seconds
 from orchestrator.workflows.build import toolchain_for

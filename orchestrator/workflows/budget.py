@@ -34,11 +34,11 @@ from dataclasses import dataclass, replace
 from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.settings import Settings
 from orchestrator.platforms.base import Platform, ProfileMode
-from orchestrator.results.paired import RepeatPlan
-from orchestrator.results.sequential import AUTO_EARLY
 from orchestrator.runs.kernel_recipe import ResolvedKernel
 from orchestrator.runs.recipe import ResolvedSystem
 from orchestrator.runs.store import RunResult, RunStore
+from orchestrator.verdict.paired import RepeatPlan
+from orchestrator.verdict.sequential import AUTO_EARLY
 
 #: The fewest pairs a budget leaves: 3 for a marker, rounded up to even (auto's first look).
 LEAST_PAIRS = AUTO_EARLY

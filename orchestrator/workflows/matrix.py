@@ -36,13 +36,13 @@ from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.events import Emit, Folded, Step, ignore
 from orchestrator.core.settings import Settings, SlurmResources
 from orchestrator.platforms.base import ProfileMode
-from orchestrator.results.compare import Comparison
-from orchestrator.results.judge import compare_groups
 from orchestrator.runs import store
 from orchestrator.runs.executors import Job, executor_for
 from orchestrator.runs.recipe import load_system
 from orchestrator.runs.runner import RunRequest
 from orchestrator.runs.store import RunResult, RunStore
+from orchestrator.verdict.compare import Comparison
+from orchestrator.verdict.judge import compare_groups
 
 
 class GpuType(SlurmResources):

@@ -21,7 +21,7 @@ a shared machine is 5–13 % of ns/day. The tools here are chosen for that regim
   be too narrow for small n, unlike a percentile bootstrap of the medians (Efron &
   Tibshirani 1993, ch. 13), which this replaced;
 * the minimum detectable change: the smallest change that gets a *marker* (significant and
-  beyond the threshold) with 80 % probability (`results.detectable`). The test's side is
+  beyond the threshold) with 80 % probability (`verdict.detectable`). The test's side is
   normal theory with the size the exact test can actually attain (4 vs 4: 2/70, not 0.05)
   and the standard error s * sqrt(1/n_a + 1/n_b) inflated by sqrt(pi/3), the asymptotic
   efficiency of the U test relative to the t test under normality (Hodges & Lehmann 1956,
@@ -32,7 +32,7 @@ a shared machine is 5–13 % of ns/day. The tools here are chosen for that regim
 `compare_samples` requires *both* p < alpha and a (1 - alpha) ratio interval that excludes
 1; without ties they agree by construction. It is the test for groups that were not run
 in interleaved pairs (`compare` of arbitrary groups); `bench` runs pairs and uses the paired
-test of `orchestrator.results.paired`.
+test of `orchestrator.verdict.paired`.
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from orchestrator.results.detectable import marker_change, median_sd, threshold_limit
-from orchestrator.results.student import t_ppf
+from orchestrator.verdict.detectable import marker_change, median_sd, threshold_limit
+from orchestrator.verdict.student import t_ppf
 
 #: Pooled run counts up to this use the exact distribution; above, the normal approximation.
 EXACT_MAX_N = 40

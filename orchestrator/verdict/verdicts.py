@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from orchestrator.results.paired import compare_pairs
-from orchestrator.results.stats import Verdict, compare_samples
+from orchestrator.verdict.paired import compare_pairs
+from orchestrator.verdict.stats import Verdict, compare_samples
 
 
 def verdict(

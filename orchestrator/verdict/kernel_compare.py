@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from orchestrator.core.errors import UsageError
 from orchestrator.parsers.kernelbench import TUNE_CACHE_FILE, optimum_shift, parse_bytes
-from orchestrator.results.busy import screen
-from orchestrator.results.compare import Comparison, bench_pairs, noise_lines, silence
-from orchestrator.results.stats import Verdict
-from orchestrator.results.verdicts import adjust_for_many_categories, verdict
 from orchestrator.runs.store import Run
+from orchestrator.verdict.busy import screen
+from orchestrator.verdict.compare import Comparison, bench_pairs, noise_lines, silence
+from orchestrator.verdict.stats import Verdict
+from orchestrator.verdict.verdicts import adjust_for_many_categories, verdict
 
 
 def compare_kernel_runs(

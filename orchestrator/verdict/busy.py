@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from orchestrator.results.paired import MIN_PAIRS
-from orchestrator.results.stats import Verdict
 from orchestrator.runs.store import Run
+from orchestrator.verdict.paired import MIN_PAIRS
+from orchestrator.verdict.stats import Verdict
 
 #: Clean pairs (paired) or clean runs on each side (unpaired) a verdict needs.
 MIN_CLEAN = MIN_PAIRS

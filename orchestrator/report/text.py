@@ -10,11 +10,11 @@ from orchestrator.parsers.kernelbench import parse_bytes
 from orchestrator.parsers.rocprof_sys import SystemTrace
 from orchestrator.results.codegen_diff import summary_lines
 from orchestrator.results.codegen_targets import targets_line, verdict_note
-from orchestrator.results.compare import Comparison
-from orchestrator.results.counter_compare import render_comparison
-from orchestrator.results.history import Bisect, Series
-from orchestrator.results.stats import Verdict
 from orchestrator.runs.store import RunResult
+from orchestrator.verdict.compare import Comparison
+from orchestrator.verdict.counter_compare import render_comparison
+from orchestrator.verdict.history import Bisect, Series
+from orchestrator.verdict.stats import Verdict
 
 Format = Literal["simple", "markdown"]
 HEADERS = ["", "baseline", "this", "Δ%", "CI of Δ", "detectable", "p", "baseline range",

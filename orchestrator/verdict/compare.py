@@ -3,11 +3,11 @@
 Refuses pairs that measure different things (system, steps, mdrun options), flags
 per-kernel comparisons whose PME tuning ended on different grids, and never reports a
 run whose energies disagree with its baseline as a speed-up. Groups that one `bench` ran
-in interleaved pairs are compared pair by pair (`results.paired`); any other groups as
-independent samples (`results.stats`). With a kernel trace, the top kernels get their own
+in interleaved pairs are compared pair by pair (`verdict.paired`); any other groups as
+independent samples (`verdict.stats`). With a kernel trace, the top kernels get their own
 verdicts from each run's median call duration (the run, not the call, is the unit of
 replication). Runs that shared the machine (`runs.hostinfo.HostNoise`) are named and
-left out of the verdict; with too few clean ones there is none (`results.busy`).
+left out of the verdict; with too few clean ones there is none (`verdict.busy`).
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from pydantic import BaseModel, Field
 
 from orchestrator.core.errors import UsageError
 from orchestrator.parsers.categories import CATEGORIES
-from orchestrator.results.busy import screen, too_busy
 from orchestrator.results.codegen_diff import CodegenDiff
-from orchestrator.results.controlled import Controlled, controlled_for
-from orchestrator.results.counter_compare import CounterComparison
-from orchestrator.results.stats import Verdict
-from orchestrator.results.verdicts import adjust_for_many_categories, verdict
 from orchestrator.runs.store import BASELINE_TAG, Run, RunResult
+from orchestrator.verdict.busy import screen, too_busy
+from orchestrator.verdict.controlled import Controlled, controlled_for
+from orchestrator.verdict.counter_compare import CounterComparison
+from orchestrator.verdict.stats import Verdict
+from orchestrator.verdict.verdicts import adjust_for_many_categories, verdict
 
 #: Relative difference of average potential energy beyond which a run is suspect.
 ENERGY_TOLERANCE = 0.01
@@ -55,7 +55,7 @@ class Comparison(BaseModel):
     noise: list[str] = Field(default_factory=list)
     #: Pairs (unpaired: runs) left out of the verdict because a run shared the machine.
     left_out: list[str] = Field(default_factory=list)
-    #: Why there is no verdict at all: too few clean pairs (`results.busy`); None: judged.
+    #: Why there is no verdict at all: too few clean pairs (`verdict.busy`); None: judged.
     too_busy: str | None = None
     runs: int = 0
     comparable: bool = True
@@ -81,7 +81,7 @@ class Comparison(BaseModel):
     #: rocprof-compute's counters of the top kernels side by side, when both sides have them.
     counters: CounterComparison | None = None
     #: Each changed kernel (CPU: category) judged raw and against the unchanged kernels
-    #: measured in the same runs (`results.controlled`); keyed like `kernels` (`categories`).
+    #: measured in the same runs (`verdict.controlled`); keyed like `kernels` (`categories`).
     controlled: dict[str, Controlled] = Field(default_factory=dict)
 
     @property
@@ -269,7 +269,7 @@ def compare_runs(
 
 
 def silence(cmp: Comparison, why: str) -> None:
-    """No marker anywhere in a comparison the host was too busy to judge (`results.busy`)."""
+    """No marker anywhere in a comparison the host was too busy to judge (`verdict.busy`)."""
     cmp.ns_per_day = too_busy(cmp.ns_per_day, why)
     for field in ("categories", "kernels", "metrics"):
         setattr(cmp, field, {k: too_busy(v, why) for k, v in getattr(cmp, field).items()})

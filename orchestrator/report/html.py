@@ -15,12 +15,7 @@ from html import escape
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
-from orchestrator.results.compare import Comparison
-from orchestrator.results.history import Bisect, Point, Series
-from orchestrator.results.html_codegen import CSS as CODEGEN_CSS
-from orchestrator.results.html_codegen import SCRIPT as CODEGEN_SCRIPT
-from orchestrator.results.html_codegen import BenchCodegen, section
-from orchestrator.results.report import (
+from orchestrator.report.text import (
     BISECT_HEADERS,
     HEADERS,
     bisect_rows,
@@ -28,8 +23,13 @@ from orchestrator.results.report import (
     kernel_rows,
     verdict_rows,
 )
-from orchestrator.results.stats import Verdict
+from orchestrator.results.html_codegen import CSS as CODEGEN_CSS
+from orchestrator.results.html_codegen import SCRIPT as CODEGEN_SCRIPT
+from orchestrator.results.html_codegen import BenchCodegen, section
 from orchestrator.runs.database import group_of
+from orchestrator.verdict.compare import Comparison
+from orchestrator.verdict.history import Bisect, Point, Series
+from orchestrator.verdict.stats import Verdict
 
 #: Each chart's height in pixels; the width follows the window (`responsive`).
 CHART_HEIGHT = 420

@@ -1,6 +1,6 @@
 """A comparison as a script reads it: numbers and words, the exit code it ends with.
 
-The report (`results.report`) is for people: emoji markers, aligned columns. A script
+The report (`report.text`) is for people: emoji markers, aligned columns. A script
 wants the same verdict as fields (pyperf's `CompareResult` style: numbers in, text on
 demand): which way it moved, the ratio and its interval, the p-value, and what it was
 held to (threshold, alpha), for the headline and each category, kernel and metric.
@@ -15,8 +15,8 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from orchestrator.core.exits import ExitCode
-from orchestrator.results.compare import Comparison
-from orchestrator.results.stats import Verdict
+from orchestrator.verdict.compare import Comparison
+from orchestrator.verdict.stats import Verdict
 
 Direction = Literal["faster", "slower", "none"]
 Word = Literal["faster", "slower", "no change", "could not judge", "nothing measured"]

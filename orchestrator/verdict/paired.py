@@ -20,7 +20,7 @@ a busy host, and power), not assumed.
 
 Every verdict carries the minimum detectable change: the smallest change that would have
 got a *marker* with probability `power` (80 %) at the observed spread, i.e. significant at
-`alpha` and beyond the threshold both (`results.detectable`; the textbook
+`alpha` and beyond the threshold both (`verdict.detectable`; the textbook
 (t_{1-alpha/2} + t_{power}) * s / sqrt(n) of Snedecor & Cochran 1989, §6.14 ignores the
 threshold and promised ±1.37 % at CV 1 % with 10 pairs, which got a marker in 6.6 % of
 trials). A "no change" is thus always "no change larger than X %".
@@ -38,7 +38,7 @@ the noise, not that there is none, so the verdict is "no spread observed: untest
 above floating-point rounding of equal ratios, count as zero).
 
 `--repeats auto` (`RepeatPlan`) looks at the pairs every two pairs from 4 and stops once
-the verdict is settled (`results.sequential`: the interval lies within ± the threshold,
+the verdict is settled (`verdict.sequential`: the interval lies within ± the threshold,
 or beyond it at a strict interim level), or from 6 pairs once the (1 - alpha) interval of
 the ratio is within ± the threshold, or at a maximum. The width rule looks only at the
 interval's width, never at its position, so it does not stop on a lucky difference: for
@@ -57,9 +57,9 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from orchestrator.core.errors import UsageError
-from orchestrator.results.detectable import marker_change, median_sd, threshold_limit
-from orchestrator.results.sequential import AUTO_EARLY, Stop, interval, settle
-from orchestrator.results.stats import (
+from orchestrator.verdict.detectable import marker_change, median_sd, threshold_limit
+from orchestrator.verdict.sequential import AUTO_EARLY, Stop, interval, settle
+from orchestrator.verdict.stats import (
     Verdict,
     format_p,
     iqr,
@@ -68,7 +68,7 @@ from orchestrator.results.stats import (
     spread,
     variance,
 )
-from orchestrator.results.student import t_ppf, t_sf2
+from orchestrator.verdict.student import t_ppf, t_sf2
 
 #: `--repeats auto`: the width rule's first look, the most pairs, and pairs added per look.
 #: The width rule's look at 4 pairs stopped on luckily small spreads often enough to raise
@@ -284,7 +284,7 @@ class RepeatPlan:
     first: int
     most: int
     step: int = AUTO_STEP
-    #: From this many pairs on, a settled verdict stops (`results.sequential`); None: never.
+    #: From this many pairs on, a settled verdict stops (`verdict.sequential`); None: never.
     early: int | None = None
     #: The interim looks' level (None: `sequential.interim_alpha`); the simulation's naive
     #: rule sets alpha here to show what the strict level prevents.
@@ -347,7 +347,7 @@ class RepeatPlan:
     ) -> Look:  # fmt: skip
         """`look`, when the values are the clean pairs only and `ran` pairs ran in all.
 
-        A pair with a run that shared the machine (`results.busy`) does not count: it is
+        A pair with a run that shared the machine (`verdict.busy`) does not count: it is
         measured again, up to `most` such extra pairs, so `bench` runs at most 2 * `most`
         pairs however busy the host is; past the budget the comparison says how many
         clean pairs there are, or that the host was too busy to judge.

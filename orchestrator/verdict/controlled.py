@@ -38,9 +38,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.parsers.categories import CATEGORIES, base_name
 from orchestrator.results.codegen_diff import CodegenDiff, short_name
-from orchestrator.results.stats import Verdict
-from orchestrator.results.verdicts import adjust_for_many_categories, verdict
 from orchestrator.runs.store import Run
+from orchestrator.verdict.stats import Verdict
+from orchestrator.verdict.verdicts import adjust_for_many_categories, verdict
 
 Status = Literal["changed", "unchanged", "unknown"]
 #: CPU categories never used as a control (see the module's docstring).

@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 from orchestrator.results.codegen_diff import CodegenDiff
-from orchestrator.results.compare import Comparison, compare_runs
-from orchestrator.results.counter_compare import compare_counters
-from orchestrator.results.kernel_compare import compare_kernel_runs
 from orchestrator.runs.store import Run, RunStore
+from orchestrator.verdict.compare import Comparison, compare_runs
+from orchestrator.verdict.counter_compare import compare_counters
+from orchestrator.verdict.kernel_compare import compare_kernel_runs
 
 
 def compare_groups(
