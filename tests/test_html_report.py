@@ -20,6 +20,7 @@ from orchestrator.parsers import codegen_probe as probe
 from orchestrator.parsers.breakdown import build_breakdown
 from orchestrator.parsers.categories import CATEGORIES
 from orchestrator.parsers.codegen import Codegen, KernelCode
+from orchestrator.report import words
 from orchestrator.report.html import render_html
 from orchestrator.results.codegen_diff import CodegenDiff, diff, short_name
 from orchestrator.results.html_codegen import BenchCodegen
@@ -172,8 +173,8 @@ def test_verdict_and_bisect_tables_reuse_the_text_report(
     page = render_html([], verdict=verdict, bisects=bisects, generated="now")
     assert "no finished runs in the database yet" in page
     assert "chart-0" not in page
-    assert verdict.headline in page and "<th>CI of Δ</th>" in page
-    assert "nbnxm (ms)" in page and f"{verdict.ns_per_day.delta_pct:+.2f}%" in page
+    assert words.headline_text(verdict) in page and "<th>CI of Δ</th>" in page
+    assert "nbnxm (ms)" in page and f"{verdict.headline.delta_pct:+.2f}%" in page
     assert f'<tr class="first-bad"><td class="num">3</td><td>{COMMITS[3][:12]}</td>' in page
     assert page.count('class="first-bad"') == 1
     assert f"first bad commit: {COMMITS[3]}" in page
@@ -399,7 +400,7 @@ def test_codegen_view_rows_timings_and_code(
     assert f"{1 + raw.delta_pct / 100:.3f} ({raw.delta_pct:+.1f}%)" in row
     assert f"{raw.ci_low:.3f}–{raw.ci_high:.3f}" in row
     assert ctl.controlled is not None and f"{1 + ctl.controlled.delta_pct / 100:.3f}" in row
-    assert raw.marker == "🚀" and 'class="num better-cell"' in row
+    assert words.marker(raw) == "🚀" and 'class="num better-cell"' in row
     # the unchanged: timed ones greyed as the control, the rest counted per category
     grey = page.count('<tr class="unchanged timed">')
     assert grey == 4 and "not in the fingerprint" in page and "code unchanged" in page

@@ -140,6 +140,11 @@ def test_only_the_cli_prints() -> None:
     assert _lines(writes, ())
 
 
+def test_meaning_is_never_read_from_an_emoji() -> None:
+    """A verdict's meaning is its `verdict.model.Direction`; its marker is `report.words`'."""
+    assert not _lines(r'[!=]= *["\'](🚀|🐢|⚠|•)["\']', ())
+
+
 def test_one_atomic_writer() -> None:
     """Files are written atomically through `core.files` (which fsyncs), not by hand."""
     assert not _lines(r"\bmkstemp\(|\.write_text\(.*\.json", ("orchestrator.core.files",))

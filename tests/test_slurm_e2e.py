@@ -97,7 +97,7 @@ def test_bench_through_slurm_is_the_verdict_of_its_runs(
     base = [run for name in cmp.baseline for run in store.finished(name)]
     cand = [run for name in cmp.candidate for run in store.finished(name)]
     again = compare_groups(base, cand)
-    assert again.ns_per_day == cmp.ns_per_day and again.metrics == cmp.metrics
+    assert again.headline == cmp.headline and again.metrics == cmp.metrics
     # neither the job scripts, the jobs' environments (the controller's state), the
     # daemons' logs nor the results hold the webhook's address
     assert _files_holding("secret-token", cluster.top, settings.results_dir) == []

@@ -20,8 +20,10 @@ from orchestrator.core.events import Caution
 from orchestrator.core.files import write_atomic
 from orchestrator.core.settings import Settings
 from orchestrator.parsers.categories import CATEGORIES
+from orchestrator.report.as_json import judgement_json, series_json
 from orchestrator.report.html import render_html
 from orchestrator.report.text import history_text, render, webhook_text
+from orchestrator.report.words import headline_text
 from orchestrator.results.html_codegen import BenchCodegen
 from orchestrator.runs.database import Database, import_runs, shown
 from orchestrator.runs.store import RunStore, load_asm_diffs
@@ -91,11 +93,11 @@ def compare(args: argparse.Namespace, settings: Settings, console: Console) -> i
     )  # fmt: skip
     judged = judge(cmp)
     if args.json:
-        print_json(judged)
+        print_json(judgement_json(judged, cmp))
     else:
         print(render(cmp, args.format), end="")
     if args.notify:
-        console.notifier.post(webhook_text(cmp), {"headline": cmp.headline})
+        console.notifier.post(webhook_text(cmp), {"headline": headline_text(cmp)})
     return judged.exit_code
 
 
@@ -139,7 +141,7 @@ def show_history(args: argparse.Namespace, settings: Settings, console: Console)
         llvm_source=settings.llvm_source, threshold_pct=args.threshold_pct, alpha=args.alpha,
     )  # fmt: skip
     if args.json:
-        print_json(series)
+        print_json(series_json(series))
     else:
         print(history_text(series, args.format), end="")
     return 0

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from html import escape
 
 from orchestrator.parsers.categories import base_name
+from orchestrator.report import words
 from orchestrator.results.codegen_diff import (
     CategoryDiff,
     CodegenDiff,
@@ -29,7 +30,7 @@ from orchestrator.results.codegen_targets import verdict_note
 from orchestrator.runs.store import AsmDiffs, KernelAsm
 from orchestrator.verdict.compare import Comparison
 from orchestrator.verdict.controlled import Controlled
-from orchestrator.verdict.stats import Verdict
+from orchestrator.verdict.model import Direction, Verdict
 
 NOT_KEPT = (
     "the assembly was not kept for this bench (made before `bench` saved code diffs, or "
@@ -135,7 +136,7 @@ def _view(view: BenchCodegen, n: int) -> str:
     if cmp.kernels:
         notes.append(
             f"time ratio: {d.b} / {d.a}, median call duration in each run; interval: its "
-            f"{1 - cmp.ns_per_day.alpha:.0%} confidence interval"
+            f"{1 - cmp.headline.alpha:.0%} confidence interval"
             + ("; controlled: against the unchanged kernels of the same runs" if ctl else "")
         )
     if asm is None and d.changed:
@@ -254,13 +255,15 @@ def _timing(v: Verdict | None, missing: str, control: str = "") -> list[str]:
     verdict's note (and what the control was) shows on hovering."""
     if v is None:
         return [_td(missing), _td("")]
-    css = {"🐢": "num worse-cell", "🚀": "num better-cell"}.get(v.marker, "num")
+    css = {Direction.SLOWER: "num worse-cell", Direction.FASTER: "num better-cell"}.get(
+        v.claimed, "num"
+    )
     pct = v.delta_pct if abs(v.delta_pct) >= 0.05 else 0.0  # no "-0.0%"
     ratio = f"{1 + v.delta_pct / 100:.3f} ({pct:+.1f}%)"
     interval = "n/a" if v.ci_low is None or v.ci_high is None else (
         f"{v.ci_low:.3f}–{v.ci_high:.3f}"
     )  # fmt: skip
-    note = f"{control}; {v.note}" if control else v.note
+    note = f"{control}; {words.note(v)}" if control else words.note(v)
     return [_td(ratio, css, title=note), _td(interval, "num")]
 
 

@@ -38,7 +38,9 @@ from orchestrator.runs.database import (
 )  # fmt: skip
 from orchestrator.runs.store import BASELINE_TAG
 from orchestrator.verdict.changepoints import change_points
-from orchestrator.verdict.stats import Verdict, compare_samples
+from orchestrator.verdict.defaults import ALPHA, THRESHOLD_PCT
+from orchestrator.verdict.model import Verdict
+from orchestrator.verdict.stats import compare_samples
 
 #: The headline of GROMACS runs; a category name or a kernel recipe's metric otherwise.
 NS_PER_DAY = "ns/day"
@@ -111,8 +113,8 @@ def load_series(
     kernel: str | None = None,
     last: int | None = None,
     llvm_source: str | None = None,
-    threshold_pct: float = 2.0,
-    alpha: float = 0.05,
+    threshold_pct: float = THRESHOLD_PCT,
+    alpha: float = ALPHA,
 ) -> Series:
     """`metric` (ns/day, a category, a kernel recipe's metric; default the headline) or one
     kernel's time, over every finished run of `system`."""
@@ -224,8 +226,8 @@ def build_series(
     *,
     llvm_source: str | None = None,
     last: int | None = None,
-    threshold_pct: float = 2.0,
-    alpha: float = 0.05,
+    threshold_pct: float = THRESHOLD_PCT,
+    alpha: float = ALPHA,
 ) -> Series:
     """Group samples into points, order them, keep the `last` N, flag the change points."""
     groups: dict[str, list[Sample]] = {}

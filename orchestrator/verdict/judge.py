@@ -7,6 +7,7 @@ from orchestrator.results.codegen_diff import CodegenDiff
 from orchestrator.runs.store import Run, RunStore
 from orchestrator.verdict.compare import Comparison, compare_runs
 from orchestrator.verdict.counter_compare import compare_counters
+from orchestrator.verdict.defaults import ALPHA, THRESHOLD_PCT
 from orchestrator.verdict.kernel_compare import compare_kernel_runs
 
 
@@ -14,8 +15,8 @@ def compare_groups(
     base: list[Run],
     cand: list[Run],
     *,
-    threshold_pct: float = 2.0,
-    alpha: float = 0.05,
+    threshold_pct: float = THRESHOLD_PCT,
+    alpha: float = ALPHA,
     paired: bool | None = None,
     store: RunStore | None = None,
     codegen: CodegenDiff | None = None,

@@ -24,6 +24,7 @@ from orchestrator.images import kernels
 from orchestrator.images.gromacs import DEV_CURRENT, build_gromacs, gromacs_ref, record_of
 from orchestrator.images.provenance import ImageRecord, label
 from orchestrator.images.user_kernels import UserProgram
+from orchestrator.report.words import headline_text
 from orchestrator.results.codegen_diff import CodegenDiff, summary_lines
 from orchestrator.results.codegen_targets import nothing_to_measure, targets_line, verdict_note
 from orchestrator.runs.database import BenchRecord, record_bench
@@ -32,6 +33,7 @@ from orchestrator.runs.recipe import load_system
 from orchestrator.runs.store import RunStore
 from orchestrator.verdict.compare import Comparison
 from orchestrator.verdict.judge import compare_groups
+from orchestrator.verdict.model import Direction
 from orchestrator.workflows.bench_plan import BenchRequest as BenchRequest  # its callers' name
 from orchestrator.workflows.bench_plan import (
     Settled,
@@ -86,8 +88,8 @@ class BenchOutcome:
             return "nothing measured"
         if self.comparison.too_busy:
             return "too busy"
-        marker = self.comparison.ns_per_day.marker
-        return {"🚀": "faster", "🐢": "slower"}.get(marker, "no change")
+        direction = self.comparison.headline.claimed
+        return {Direction.FASTER: "faster", Direction.SLOWER: "slower"}.get(direction, "no change")
 
     def timing(self) -> str:
         codegen = ""
@@ -206,7 +208,7 @@ def _row(outcome: BenchOutcome, sides: Sides, groups: Groups | None) -> BenchRec
         llvm_commit=candidate.llvm_commit,
         system=outcome.system or "",
         verdict=outcome.verdict,
-        headline=cmp.headline if cmp is not None else outcome.nothing_measured or "",
+        headline=headline_text(cmp) if cmp is not None else outcome.nothing_measured or "",
         changed_kernels=len(outcome.codegen.changed) if outcome.codegen is not None else None,
         runs=outcome.runs,
         elapsed_seconds=outcome.elapsed,

@@ -29,6 +29,7 @@ from orchestrator.platforms import active
 from orchestrator.platforms.base import Platform, ProfileMode
 from orchestrator.runs.recipe import load_system
 from orchestrator.runs.runner import check_limits
+from orchestrator.verdict.defaults import ALPHA, THRESHOLD_PCT
 from orchestrator.verdict.paired import MIN_PAIRS, repeat_plan
 from orchestrator.workflows.budget import (
     Fit,
@@ -65,8 +66,8 @@ class BenchRequest:
     #: None: the kernel trace where the image's stack has a profiler, else none.
     profile: ProfileMode | None = None
     mdrun_args: list[str] = field(default_factory=list)
-    threshold_pct: float = 2.0
-    alpha: float = 0.05
+    threshold_pct: float = THRESHOLD_PCT
+    alpha: float = ALPHA
     #: Measure even when no kernel changed (the codegen diff finds nothing to measure).
     measure_anyway: bool = False
     #: Print the plan (images built or reused, runs, estimated times); build nothing.

@@ -42,6 +42,7 @@ from orchestrator.runs.recipe import load_system
 from orchestrator.runs.runner import RunRequest
 from orchestrator.runs.store import RunResult, RunStore
 from orchestrator.verdict.compare import Comparison
+from orchestrator.verdict.defaults import ALPHA, THRESHOLD_PCT
 from orchestrator.verdict.judge import compare_groups
 
 
@@ -128,7 +129,7 @@ class MatrixOutcome:
 
 def matrix(
     client: Client, settings: Settings, spec: MatrixSpec, tag: str | None = None,
-    emit: Emit = ignore, *, threshold_pct: float = 2.0, alpha: float = 0.05,
+    emit: Emit = ignore, *, threshold_pct: float = THRESHOLD_PCT, alpha: float = ALPHA,
 ) -> MatrixOutcome:  # fmt: skip
     """Dispatch every cell's runs through the configured executor and summarise them."""
     started = datetime.now(UTC)
