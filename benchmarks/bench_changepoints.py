@@ -19,7 +19,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.results.history import Sample, build_series
+from orchestrator.verdict.history import Sample, build_series
 
 COMMITS = 50
 STEP_AT = 25

@@ -28,8 +28,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmarks.simulation import seed_of
-from orchestrator.results.controlled import judge
-from orchestrator.results.paired import baseline_first
+from orchestrator.verdict.controlled import judge
+from orchestrator.verdict.model import Direction
+from orchestrator.verdict.paired import baseline_first
 
 THRESHOLD, ALPHA = 2.0, 0.05
 RHO = 0.5
@@ -93,8 +94,8 @@ def simulate(
     return base, cand
 
 
-def _fires(marker: str, effect: float) -> bool:
-    return marker != "•" if effect == 0 else marker == "🚀"
+def _fires(direction: Direction, effect: float) -> bool:
+    return direction is not Direction.NONE if effect == 0 else direction is Direction.FASTER
 
 
 @dataclass(frozen=True)
@@ -117,8 +118,8 @@ class ControlCell:
             got = judge(base, cand, ["k0"], NAMES[1:], weights, paired=True,
                         threshold_pct=THRESHOLD, alpha=ALPHA)["k0"]  # fmt: skip
             assert got.controlled is not None
-            hits["controlled"] += _fires(got.controlled.marker, self.effect)
-            hits["raw"] += _fires(got.raw.marker, self.effect)
+            hits["controlled"] += _fires(got.controlled.direction, self.effect)
+            hits["raw"] += _fires(got.raw.direction, self.effect)
         return {name: count / self.trials for name, count in hits.items()}
 
 

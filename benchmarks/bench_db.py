@@ -19,12 +19,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from orchestrator.parsers.mdlog import cycle_breakdown, parse_mdlog
-from orchestrator.results.history import load_series
 from orchestrator.runs.hostinfo import HostInfo
 from orchestrator.store.database import Database, import_runs
 from orchestrator.store.layout import sqlite_path
 from orchestrator.store.records import ImageRef, RunResult
 from orchestrator.store.runstore import RunStore
+from orchestrator.verdict.history import load_series
 
 RUNS, COMMITS = 10_000, 50
 LOG = Path(__file__).resolve().parents[1] / "tests" / "data" / "mdlog" / "water-2022.5.log"

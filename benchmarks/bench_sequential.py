@@ -2,7 +2,7 @@
 
 Before: the width rule alone (6 pairs, then 2 more while the interval of the ratio is
 wider than ± the threshold, at most 10). Now (the default): the same, and from 4 pairs
-a stop once the verdict is settled (`results.sequential`). Beside them the naive rule,
+a stop once the verdict is settled (`verdict.sequential`). Beside them the naive rule,
 the settled marker at alpha at every look, which is what the strict interim level
 prevents. Each data set goes through all three (`simulation.SequentialCell`), so "fires
 where the rule before did not" counts exactly the markers the early looks added; a busy
@@ -41,7 +41,7 @@ from benchmarks.simulation import (
     Scenario,
     SequentialCell,
 )
-from orchestrator.results.sequential import INTERIM_SHARE
+from orchestrator.verdict.sequential import INTERIM_SHARE
 
 #: From a GPU's noise (0.5–1%) to a busy CPU's (10%).
 CVS = (0.005, 0.01, 0.02, 0.05, 0.10)

@@ -31,7 +31,7 @@ from benchmarks.simulation import (
     Scenario,
     SequentialCell,
 )
-from orchestrator.results.paired import RepeatPlan
+from orchestrator.verdict.paired import RepeatPlan
 
 TRIALS = 2000  # single metric, and --repeats auto
 AA_TRIALS = 4000  # no true change: the false-alarm rates, measured twice as finely

@@ -1,7 +1,7 @@
 """Simulated benchmark runs, and how often each decision rule fires on them.
 
 The data: per-run times (seconds, lower is better) of a baseline and a candidate, run in
-the order `bench` runs them (ABBA ABBA…, `results.paired.baseline_first`), or blocked
+the order `bench` runs them (ABBA ABBA…, `verdict.paired.baseline_first`), or blocked
 (all baseline runs, then all candidate runs: a baseline stored earlier). Noise is
 multiplicative (log-normal with the given coefficient of variation); a scenario may add a
 drift (each run slower than the one before by a factor), slow runs (with some
@@ -27,9 +27,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from benchmarks import reference_rules
-from orchestrator.results.busy import screen_pairs, too_busy
-from orchestrator.results.compare import category_verdicts
-from orchestrator.results.paired import (
+from orchestrator.verdict.busy import no_verdict, screen_pairs
+from orchestrator.verdict.compare import category_verdicts
+from orchestrator.verdict.model import Direction, Verdict
+from orchestrator.verdict.paired import (
     AUTO_FIRST,
     AUTO_MOST,
     RepeatPlan,
@@ -37,7 +38,7 @@ from orchestrator.results.paired import (
     compare_pairs,
     repeat_plan,
 )
-from orchestrator.results.stats import Verdict, compare_samples
+from orchestrator.verdict.stats import compare_samples
 
 THRESHOLD, ALPHA = 2.0, 0.05
 #: `--repeats auto`, the default: settled verdicts from 4 pairs, the width rule from 6.
@@ -136,7 +137,9 @@ def simulate_flagged(
 
 
 def _outcome(v: Verdict) -> Outcome:
-    return None if v.marker == "•" else ("faster" if v.marker == "🚀" else "slower")
+    if v.direction is Direction.NONE:
+        return None
+    return "faster" if v.direction is Direction.FASTER else "slower"
 
 
 def bench_rule(base: Sequence[float], cand: Sequence[float]) -> Outcome:
@@ -148,11 +151,11 @@ def bench_rule(base: Sequence[float], cand: Sequence[float]) -> Outcome:
 
 def busy_rule(base: Sequence[float], cand: Sequence[float], flags: Sequence[bool]) -> Outcome:
     """`bench` (and `compare`) on a busy host: pairs with a flagged run left out, and no
-    verdict with too few clean pairs (`results.busy`)."""
+    verdict with too few clean pairs (`verdict.busy`)."""
     screen = screen_pairs(flags)
     if screen.too_busy:
         v = compare_pairs(base, cand, higher_is_better=False, threshold_pct=THRESHOLD, alpha=ALPHA)
-        return _outcome(too_busy(v, screen.too_busy))
+        return _outcome(no_verdict(v, screen.too_busy))
     return bench_rule([base[i] for i in screen.kept], [cand[i] for i in screen.kept])
 
 
@@ -347,7 +350,7 @@ class DetectableCell:
             base, cand = simulate(rng, self.pairs, self.cv, effect, CLEAN)
             v = judge(base[0], cand[0], higher_is_better=False, threshold_pct=THRESHOLD,
                       alpha=ALPHA)  # fmt: skip
-            found += v.marker == "🚀"
+            found += v.direction is Direction.FASTER
         return {"mdc": mdc, "power": found / self.trials}
 
 

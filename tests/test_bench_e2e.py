@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from orchestrator.results.report import render
+from orchestrator.report import words
+from orchestrator.report.text import render
 from orchestrator.store.runstore import RunStore
 from orchestrator.workflows.bench import BenchRequest, bench
 
@@ -30,15 +31,15 @@ def test_aa_same_build_has_no_significant_change(
     cmp = outcome.comparison
     assert outcome.runs == 8 and 0 < outcome.container_seconds < outcome.elapsed
     assert cmp.paired and all("__kernel-baseline-aa-r" in name for name in cmp.baseline)
-    assert cmp.ns_per_day.n_baseline == cmp.ns_per_day.n_candidate == 4
+    assert cmp.headline.n_baseline == cmp.headline.n_candidate == 4
     assert cmp.categories, "the CPU cycle accounting gives per-category timings"
-    assert cmp.ns_per_day.testable, cmp.ns_per_day.note
-    for name, verdict in {"ns/day": cmp.ns_per_day, **cmp.categories}.items():
+    assert cmp.headline.testable, words.note(cmp.headline)
+    for name, verdict in {"ns/day": cmp.headline, **cmp.categories}.items():
         # md.log's cycle accounting prints a short category's seconds with 3 decimals, so
         # both sides can read alike in every pair: untestable, and said so, never p = 0
-        assert verdict.testable or "untestable" in verdict.note, (name, verdict.note)
-        assert not verdict.significant, f"A/A found a change in {name}: {verdict.note}"
-        assert verdict.marker == "•"
+        assert verdict.testable or "untestable" in words.note(verdict), (name, words.note(verdict))
+        assert not verdict.significant, f"A/A found a change in {name}: {words.note(verdict)}"
+        assert words.marker(verdict) == "•"
     out = render(cmp)
     assert out.startswith(f"{stable_image.build} on water:3k:pme: ")  # the headline first
     assert "statistics: 4 interleaved pairs" in out
@@ -52,7 +53,7 @@ def test_dev_against_stable_with_repeats(
     cmp = bench(engine, cpu_settings, req).comparison
     out = render(cmp)
     assert cmp.label.startswith("LLVM ")  # the dev compiler is an LLVM toolchain
-    assert out.startswith(cmp.headline)
+    assert out.startswith(words.headline_text(cmp))
     assert "statistics: 4 interleaved pairs" in out  # the baseline is measured again
     assert "nbnxm" in out and "pme_spread" in out
     for run in cmp.candidate:
@@ -108,8 +109,8 @@ def test_default_repeats_run_abba_pairs_as_the_plan_says(
     as many pairs as the default plan asks for given the ns/day measured and the pairs that
     shared the machine (measured again), and both groups hold exactly those pairs, finished.
     On this 2-core host, shared with other work, every run may be flagged: then 20 pairs."""
-    from orchestrator.results.paired import RepeatPlan, repeat_plan
     from orchestrator.runs.runner import RunStarted
+    from orchestrator.verdict.paired import RepeatPlan, repeat_plan
 
     req = BenchRequest(system=SYSTEM, steps=AUTO_STEPS, tag=f"auto-{uuid.uuid4().hex[:8]}")
     assert req.repeats == "auto" and repeat_plan(req.repeats) == RepeatPlan(6, 10, 2, early=4)
@@ -177,7 +178,7 @@ def check_busy_verdict(outcome: Any, n: int, flagged: list[tuple[str, str]]) -> 
     """The verdict of `n` pairs whose `flagged` (baseline, candidate) runs shared the
     machine, whatever the host was doing: flagged pairs named and left out; 3 clean pairs
     or more, judged on exactly those; fewer, no verdict and no marker anywhere."""
-    from orchestrator.results.report import webhook_text
+    from orchestrator.report.text import webhook_text
 
     cmp, clean = outcome.comparison, n - len(flagged)
     out = render(cmp)
@@ -188,15 +189,19 @@ def check_busy_verdict(outcome: Any, n: int, flagged: list[tuple[str, str]]) -> 
         assert "runs shared the machine" in out
     if clean >= 3:  # the fewest pairs a marker needs (docs/results.md)
         assert cmp.too_busy is None and outcome.verdict != "too busy"
-        assert cmp.ns_per_day.n_baseline == cmp.ns_per_day.n_candidate == clean
+        assert cmp.headline.n_baseline == cmp.headline.n_candidate == clean
         assert f"statistics: {clean} interleaved pairs" in out
-        assert cmp.ns_per_day.testable or "untestable" in cmp.ns_per_day.note
+        assert cmp.headline.testable or "untestable" in words.note(cmp.headline)
         if flagged:
             assert f"left out of the verdict ({len(flagged)} pairs)" in out
     else:
         assert cmp.too_busy is not None and outcome.verdict == "too busy"
-        assert cmp.too_busy.startswith(f"the host was too busy to judge: {len(flagged)} of {n} ")
-        assert cmp.ns_per_day.n_candidate == n  # every pair kept, for the Δ alone
-        verdicts = [cmp.ns_per_day, *cmp.categories.values(), *cmp.kernels.values()]
-        assert all(v.marker == "•" and not v.significant and v.p_value is None for v in verdicts)
+        assert words.too_busy(cmp.too_busy).startswith(
+            f"the host was too busy to judge: {len(flagged)} of {n} "
+        )
+        assert cmp.headline.n_candidate == n  # every pair kept, for the Δ alone
+        verdicts = [cmp.headline, *cmp.categories.values(), *cmp.kernels.values()]
+        assert all(
+            words.marker(v) == "•" and not v.significant and v.p_value is None for v in verdicts
+        )
         assert "🚀" not in out + webhook_text(cmp) and "🐢" not in out + webhook_text(cmp)

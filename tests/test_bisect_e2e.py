@@ -16,9 +16,10 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from orchestrator.cli import main
-from orchestrator.results import history
-from orchestrator.results.report import bisect_text, history_text
+from orchestrator.report import words
+from orchestrator.report.text import bisect_text, history_text
 from orchestrator.store.database import Database
+from orchestrator.verdict import history
 from orchestrator.workflows.bisect import BisectRequest, bisect
 from tests.mini_llvm import EXTRA_FLAGS, make_mini_llvm
 
@@ -76,7 +77,7 @@ def test_bisect_finds_the_planted_commit_and_skips_the_one_that_does_not_build(
     assert "--repeats 5: 6 pairs instead" in "\n".join(texts)  # ABBA needs an even number
     found, text = outcome.record, bisect_text(outcome.record)
     assert found.first_bad == planted, text
-    assert outcome.first_bad is not None and outcome.first_bad.ns_per_day.marker == "🐢"
+    assert outcome.first_bad is not None and words.marker(outcome.first_bad.headline) == "🐢"
     assert found.steps[0].commit == bad and found.steps[0].verdict == "bad", text
     assert found.steps[0].delta_pct is not None and found.steps[0].delta_pct < -20, text
     by_commit = {s.commit: s for s in found.steps}

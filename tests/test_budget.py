@@ -15,11 +15,11 @@ from orchestrator.core.events import Step
 from orchestrator.core.settings import Settings
 from orchestrator.images.provenance import ImageRecord
 from orchestrator.platforms import get
-from orchestrator.results.paired import RepeatPlan, repeat_plan
 from orchestrator.runs.hostinfo import HostInfo
 from orchestrator.runs.recipe import load_system
 from orchestrator.store.records import ImageRef, RunResult
 from orchestrator.store.runstore import RunStore
+from orchestrator.verdict.paired import RepeatPlan, repeat_plan
 from orchestrator.workflows import pairs
 from orchestrator.workflows.bench_plan import BenchRequest, check_options, fitted, settle
 from orchestrator.workflows.budget import (

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from orchestrator.core.events import Event, Step
-from orchestrator.results.report import render, webhook_text
+from orchestrator.report import words
+from orchestrator.report.text import render, webhook_text
 from orchestrator.store.runstore import RunStore
 from orchestrator.workflows.bench import BenchRequest, bench
 
@@ -68,15 +69,15 @@ def test_an_aa_bench_beside_a_busy_cpu_gives_no_marker_and_says_why(
     ]
     assert len(cmp.left_out) == 2 * PAIRS
     assert cmp.too_busy is not None
-    assert cmp.too_busy.startswith(
+    assert words.too_busy(cmp.too_busy).startswith(
         f"the host was too busy to judge: {2 * PAIRS} of {2 * PAIRS} pairs had a run that "
         "shared the machine"
     )
-    verdicts = [cmp.ns_per_day, *cmp.categories.values(), *cmp.kernels.values()]
-    assert cmp.categories and all(v.marker == "•" and not v.significant for v in verdicts)
+    verdicts = [cmp.headline, *cmp.categories.values(), *cmp.kernels.values()]
+    assert cmp.categories and all(words.marker(v) == "•" and not v.significant for v in verdicts)
     out, hook = render(cmp), webhook_text(cmp)
     assert "🚀" not in out + hook and "🐢" not in out + hook
-    assert "too busy to judge" in cmp.stats_line and "no verdict" in out
+    assert "too busy to judge" in words.stats_line(cmp) and "no verdict" in out
     assert "other processes used" in out  # and what it shared the machine with
 
 

@@ -1,4 +1,4 @@
-"""E-divisive change points (`results.changepoints`) and bisect's even number of pairs."""
+"""E-divisive change points (`verdict.changepoints`) and bisect's even number of pairs."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from orchestrator.results.changepoints import _best_split, _q_at, change_points
+from orchestrator.verdict.changepoints import _best_split, _q_at, change_points
 from orchestrator.workflows.bisect import even_pairs
 
 

@@ -38,8 +38,8 @@ from orchestrator.codegen.table import render, summary_lines
 from orchestrator.core.errors import UserError
 from orchestrator.parsers.occupancy import TARGETS, occupancy, occupancy_detail
 from orchestrator.payloads import codegen_probe as probe
-from orchestrator.results.compare import Comparison
-from orchestrator.results.report import codegen_lines
+from orchestrator.report.text import codegen_lines
+from orchestrator.verdict.compare import Comparison
 
 DATA = Path(__file__).parent / "data" / "codegen"
 GROMACS = DATA / "gromacs"

@@ -43,13 +43,13 @@ from orchestrator.images.provenance import ImageRecord
 from orchestrator.parsers.occupancy import occupancy_detail
 from orchestrator.payloads import codegen_probe as probe
 from orchestrator.platforms.rocm import RocmPlatform
-from orchestrator.results.compare import Comparison
-from orchestrator.results.controlled import kernel_status
-from orchestrator.results.report import codegen_lines
+from orchestrator.report.text import codegen_lines
 from orchestrator.runs.hostinfo import collect
 from orchestrator.store.layout import CODEGEN_FILE
 from orchestrator.store.records import ImageRef, RunResult
 from orchestrator.store.runstore import RunStore
+from orchestrator.verdict.compare import Comparison
+from orchestrator.verdict.controlled import kernel_status
 from orchestrator.workflows.bench import NOTHING_CHANGED, _summary, nothing_changed
 from orchestrator.workflows.placement import changed_families
 

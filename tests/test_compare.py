@@ -12,12 +12,16 @@ import pytest
 
 from orchestrator.core.errors import UsageError
 from orchestrator.parsers.mdlog import cycle_breakdown, parse_mdlog
-from orchestrator.results.compare import compare_runs
-from orchestrator.results.judge import compare_groups
-from orchestrator.results.report import render, webhook_text
+from orchestrator.report import words
+from orchestrator.report.as_json import judgement_json
+from orchestrator.report.text import render, webhook_text
 from orchestrator.runs.hostinfo import HostInfo
 from orchestrator.store.records import ImageRef, RunResult
 from orchestrator.store.runstore import Run, RunStore
+from orchestrator.verdict.compare import Comparison, compare_runs
+from orchestrator.verdict.judge import compare_groups
+from orchestrator.verdict.judgement import Judgement, judge
+from orchestrator.verdict.model import Direction
 from orchestrator.workflows.bench import BenchOutcome
 
 
@@ -66,7 +70,7 @@ def test_different_pme_grids_not_comparable(tmp_path: Path) -> None:
     assert not cmp.comparable
     assert "PME tuning ended on different grids" in (cmp.comparable_note or "")
     assert "-notunepme" in (cmp.comparable_note or "")
-    assert cmp.ns_per_day.n_candidate == 1
+    assert cmp.headline.n_candidate == 1
     assert "not comparable per kernel" in render(cmp)
 
 
@@ -75,11 +79,13 @@ def test_same_grid_is_comparable_and_single_run_says_noise_unknown(tmp_path: Pat
     b = make_run(tmp_path, "dev__w__t", "water-2022.5.log", ns_scale=1.1)
     cmp = compare_runs(load_runs(tmp_path, str(a)), load_runs(tmp_path, str(b)))
     assert cmp.comparable and not cmp.suspect
-    assert cmp.ns_per_day.delta_pct == pytest.approx(10.0)
-    assert cmp.ns_per_day.marker == "•"  # one run per side: never a verdict
-    assert "noise unknown" in cmp.ns_per_day.note
+    assert cmp.headline.delta_pct == pytest.approx(10.0)
+    assert words.marker(cmp.headline) == "•"  # one run per side: never a verdict
+    assert "noise unknown" in words.note(cmp.headline)
     assert set(cmp.categories) >= {"nbnxm", "pme_spread", "fft"}
-    assert cmp.headline.startswith("dev on water:3k:pme: 138.8 ns/day (baseline 126.2, Δ +12.622")
+    assert words.headline_text(cmp).startswith(
+        "dev on water:3k:pme: 138.8 ns/day (baseline 126.2, Δ +12.622"
+    )
 
 
 def test_different_potential_energy_is_suspect(tmp_path: Path) -> None:
@@ -88,8 +94,8 @@ def test_different_potential_energy_is_suspect(tmp_path: Path) -> None:
     cmp = compare_runs(load_runs(tmp_path, str(a)), load_runs(tmp_path, str(b)))
     assert cmp.suspect
     assert "potential energy" in (cmp.suspect_note or "")
-    assert cmp.headline.startswith("⚠ SUSPECT")
-    assert cmp.ns_per_day.marker != "🚀"
+    assert words.headline_text(cmp).startswith("⚠ SUSPECT")
+    assert words.marker(cmp.headline) != "🚀"
     assert "suspect" in webhook_text(cmp)
 
 
@@ -102,9 +108,9 @@ def test_repeated_groups_give_a_verdict(tmp_path: Path) -> None:
     cmp = compare_runs(
         load_runs(tmp_path, "stable__w__kernel-baseline"), load_runs(tmp_path, "dev__w__fast")
     )
-    assert cmp.ns_per_day.n_baseline == cmp.ns_per_day.n_candidate == 5
-    assert cmp.ns_per_day.significant and cmp.ns_per_day.marker == "🚀"
-    assert "5 vs 5 runs" in cmp.stats_line
+    assert cmp.headline.n_baseline == cmp.headline.n_candidate == 5
+    assert cmp.headline.significant and words.marker(cmp.headline) == "🚀"
+    assert "5 vs 5 runs" in words.stats_line(cmp)
 
 
 @pytest.mark.parametrize(
@@ -142,18 +148,18 @@ def test_compare_cli_markdown(tmp_path: Path) -> None:
 
 
 def test_benjamini_hochberg_keeps_broad_changes_and_drops_lone_ones() -> None:
-    from orchestrator.results.compare import adjust_for_many_categories
-    from orchestrator.results.stats import compare_samples
+    from orchestrator.verdict.compare import adjust_for_many_categories
+    from orchestrator.verdict.stats import compare_samples
 
     base = [100.0, 101.0, 99.0, 100.5, 99.5]
     moved = compare_samples(base, [90.0, 91.0, 89.0, 90.5, 89.5], higher_is_better=False)
     same = compare_samples(base, [100.2, 99.8, 101.1, 99.4, 100.6], higher_is_better=False)
-    assert moved.significant and moved.marker == "🚀"
+    assert moved.significant and words.marker(moved) == "🚀"
     lone = adjust_for_many_categories({"nbnxm": moved, **{f"c{i}": same for i in range(6)}}, 0.05)
-    assert not lone["nbnxm"].significant and lone["nbnxm"].marker == "•"
-    assert "Benjamini–Hochberg" in lone["nbnxm"].note
+    assert not lone["nbnxm"].significant and words.marker(lone["nbnxm"]) == "•"
+    assert "Benjamini–Hochberg" in words.note(lone["nbnxm"])
     broad = adjust_for_many_categories({f"c{i}": moved for i in range(7)}, 0.05)
-    assert all(v.significant and v.marker == "🚀" for v in broad.values())
+    assert all(v.significant and words.marker(v) == "🚀" for v in broad.values())
 
 
 # --- runs made by `bench`: interleaved pairs, kernels, host noise ----------------------------
@@ -189,17 +195,21 @@ def test_bench_groups_are_compared_pair_by_pair(tmp_path: Path) -> None:
     cmp = compare_runs(
         load_runs(tmp_path, "stable__w__kernel-baseline-aa"), load_runs(tmp_path, "stable__w__aa")
     )
-    assert cmp.paired and cmp.ns_per_day.paired and cmp.ns_per_day.test_method == "paired-t"
-    assert cmp.stats_line.startswith("statistics: 6 interleaved pairs, paired t on log ratios;")
-    assert "could have detected ±" in cmp.stats_line and not cmp.ns_per_day.significant
-    assert cmp.ns_per_day.mdc_pct is not None and 1 < cmp.ns_per_day.mdc_pct < 5
+    assert cmp.paired and cmp.headline.paired and cmp.headline.test_method == "paired-t"
+    assert words.stats_line(cmp).startswith(
+        "statistics: 6 interleaved pairs, paired t on log ratios;"
+    )
+    assert "could have detected ±" in words.stats_line(cmp) and not cmp.headline.significant
+    assert cmp.headline.mdc_pct is not None and 1 < cmp.headline.mdc_pct < 5
     out = render(cmp)
-    assert "detectable" in out and f"±{cmp.ns_per_day.mdc_pct:.1f}%" in out
+    assert "detectable" in out and f"±{cmp.headline.mdc_pct:.1f}%" in out
     unpaired = compare_runs(
         load_runs(tmp_path, "stable__w__kernel-baseline-aa"), load_runs(tmp_path, "stable__w__aa"),
         paired=False,
     )  # fmt: skip
-    assert not unpaired.paired and "6 vs 6 runs, medians, Mann–Whitney" in unpaired.stats_line
+    assert not unpaired.paired and "6 vs 6 runs, medians, Mann–Whitney" in words.stats_line(
+        unpaired
+    )
 
 
 def test_a_run_without_its_partner_is_left_out(tmp_path: Path) -> None:
@@ -208,7 +218,7 @@ def test_a_run_without_its_partner_is_left_out(tmp_path: Path) -> None:
     cmp = compare_runs(
         load_runs(tmp_path, "stable__w__kernel-baseline-aa"), load_runs(tmp_path, "stable__w__aa")
     )
-    assert cmp.paired and cmp.ns_per_day.n_baseline == 5
+    assert cmp.paired and cmp.headline.n_baseline == 5
     assert cmp.unpaired == ["stable__w__kernel-baseline-aa-r3"]
     assert "left out, no pair partner: stable__w__kernel-baseline-aa-r3" in render(cmp)
 
@@ -245,7 +255,7 @@ def test_kernel_verdicts_from_median_call_durations(tmp_path: Path) -> None:
         in cmp.kernels
     )
     for v in cmp.kernels.values():
-        assert v.paired and v.significant and v.marker == "🐢"
+        assert v.paired and v.significant and words.marker(v) == "🐢"
         assert v.delta_pct == pytest.approx(5.0, abs=0.5)
         assert v.p_value is not None and 0 < v.p_value < 0.001
     out = render(cmp)
@@ -316,10 +326,10 @@ def test_pairs_that_shared_the_machine_are_left_out_of_the_verdict(tmp_path: Pat
     cmp = compare_runs(
         load_runs(tmp_path, "stable__w__kernel-baseline-aa"), load_runs(tmp_path, "stable__w__aa")
     )
-    assert cmp.too_busy is None and cmp.ns_per_day.n_candidate == 6 and cmp.runs == 16
+    assert cmp.too_busy is None and cmp.headline.n_candidate == 6 and cmp.runs == 16
     assert cmp.left_out == [f"stable__w__kernel-baseline-aa-r{i} + stable__w__aa-r{i}"
                             for i in (7, 8)]  # fmt: skip
-    assert cmp.ns_per_day.marker == "•" and abs(cmp.ns_per_day.delta_pct) < 1
+    assert words.marker(cmp.headline) == "•" and abs(cmp.headline.delta_pct) < 1
     out = render(cmp)
     assert "2 of 16 runs shared the machine, left out of the verdict (2 pairs)" in out
     assert "note: left out, a run shared the machine: stable__w__kernel-baseline-aa-r7 + " in out
@@ -329,22 +339,24 @@ def test_a_host_too_busy_to_judge_gives_no_marker_anywhere(tmp_path: Path) -> No
     _bench_groups(tmp_path, BUSY, kernel_scale=1.5)
     base, cand = "stable__w__kernel-baseline-aa", "stable__w__aa"
     unflagged = compare_runs(load_runs(tmp_path, base), load_runs(tmp_path, cand))
-    assert unflagged.ns_per_day.marker == "🐢"  # the same numbers, not known to be busy
-    assert any(v.marker == "🐢" for v in unflagged.kernels.values())
+    assert words.marker(unflagged.headline) == "🐢"  # the same numbers, not known to be busy
+    assert any(words.marker(v) == "🐢" for v in unflagged.kernels.values())
     for i in (2, 4, 5, 6):
         _flag(tmp_path / f"stable__w__aa-r{i}")
     for paired in (True, False):
         cmp = compare_runs(load_runs(tmp_path, base), load_runs(tmp_path, cand), paired=paired)
         assert cmp.too_busy is not None
-        verdicts = [cmp.ns_per_day, *cmp.categories.values(), *cmp.kernels.values()]
-        assert cmp.kernels and all(v.marker == "•" and not v.significant for v in verdicts)
-        assert all(v.p_value is None and "too busy to judge" in v.note for v in verdicts)
+        verdicts = [cmp.headline, *cmp.categories.values(), *cmp.kernels.values()]
+        assert cmp.kernels and all(words.marker(v) == "•" and not v.significant for v in verdicts)
+        assert all(v.p_value is None and "too busy to judge" in words.note(v) for v in verdicts)
         out, hook = render(cmp), webhook_text(cmp)
         assert "🐢" not in out + hook and "🚀" not in out + hook
-        assert "too busy to judge" in cmp.stats_line and "⚠ no verdict: the host" in hook
+        assert "too busy to judge" in words.stats_line(cmp) and "⚠ no verdict: the host" in hook
         assert BenchOutcome(cmp, 12, 60.0, 70.0).verdict == "too busy"  # not "no change"
         what = "4 of 6 pairs had a run that" if paired else "4 of 12 runs"
-        assert cmp.too_busy.startswith(f"the host was too busy to judge: {what} shared the")
+        assert words.too_busy(cmp.too_busy).startswith(
+            f"the host was too busy to judge: {what} shared the"
+        )
 
 
 def test_a_kernel_benchmark_on_a_busy_host_gets_no_marker_either(tmp_path: Path) -> None:
@@ -361,7 +373,7 @@ def test_a_kernel_benchmark_on_a_busy_host_gets_no_marker_either(tmp_path: Path)
         store.finished("toolchain-clang16__bandwidth-64MiB-temporal__b"),
     )
     assert cmp.too_busy is not None and len(cmp.left_out) == 3
-    assert cmp.metrics["rw_peak"].marker == "•"  # 🚀 on a quiet host (test_kernels.py)
+    assert words.marker(cmp.metrics["rw_peak"]) == "•"  # 🚀 on a quiet host (test_kernels.py)
     assert "🚀" not in render(cmp) and "too busy to judge" in render(cmp)
 
 
@@ -381,11 +393,11 @@ def test_energies_more_than_one_percent_apart_are_suspect(tmp_path: Path, apart:
     cmp = compare_runs(
         load_runs(tmp_path, "stable__w__kernel-baseline"), load_runs(tmp_path, "dev__w__fast")
     )
-    assert cmp.ns_per_day.significant and cmp.ns_per_day.delta_pct == pytest.approx(20, abs=0.5)
+    assert cmp.headline.significant and cmp.headline.delta_pct == pytest.approx(20, abs=0.5)
     if abs(apart) < 0.01:
-        assert not cmp.suspect and cmp.ns_per_day.marker == "🚀"
+        assert not cmp.suspect and words.marker(cmp.headline) == "🚀"
     else:
-        assert cmp.suspect and cmp.ns_per_day.marker == "⚠"
+        assert cmp.suspect and words.marker(cmp.headline) == "⚠"
         assert f"({abs(apart):.1%} apart, tolerance 1%)" in (cmp.suspect_note or "")
         assert "🚀" not in render(cmp) + webhook_text(cmp)
 
@@ -434,9 +446,34 @@ def test_three_clean_pairs_give_a_verdict_and_two_do_not(tmp_path: Path, paired:
         _flag(tmp_path / f"stable__w__aa-r{i}")
     cmp = compare_runs(load_runs(tmp_path, base), load_runs(tmp_path, cand), paired=paired)
     assert cmp.too_busy is None and len(cmp.left_out) == 2
-    assert cmp.ns_per_day.n_candidate == 3 and cmp.ns_per_day.marker == "🐢"
+    assert cmp.headline.n_candidate == 3 and words.marker(cmp.headline) == "🐢"
     _flag(tmp_path / "stable__w__aa-r3")
     cmp = compare_runs(load_runs(tmp_path, base), load_runs(tmp_path, cand), paired=paired)
-    assert cmp.too_busy is not None and cmp.ns_per_day.marker == "•"
+    assert cmp.too_busy is not None and words.marker(cmp.headline) == "•"
     what = "2 clean pairs remain" if paired else "leaving 5 baseline and 2 candidate runs"
-    assert what in cmp.too_busy
+    assert what in words.too_busy(cmp.too_busy)
+
+
+OLD_RECORDS = REPO / "tests" / "data" / "verdict"
+
+
+def test_records_from_before_the_verdict_held_numbers_only_still_load() -> None:
+    """A comparison written with `ns_per_day` and each verdict's `marker` and `note`, and
+    the `--json` judgement of it (words included), load; the words made again from the
+    numbers are the ones the record held, so the same `--json` comes out."""
+    old = json.loads((OLD_RECORDS / "comparison-v1.json").read_text())
+    assert "ns_per_day" in old and old["ns_per_day"]["marker"] == "⚠"
+    cmp = Comparison.model_validate(old)
+    assert cmp.headline.direction is Direction.FASTER and cmp.headline.suspect
+    assert cmp.headline.claimed is Direction.NONE
+    assert cmp.categories["nbnxm"].direction is Direction.SLOWER
+    for v, was in [(cmp.headline, old["ns_per_day"]), (cmp.categories["nbnxm"],
+                                                       old["categories"]["nbnxm"])]:  # fmt: skip
+        assert (words.marker(v), words.note(v)) == (was["marker"], was["note"])
+    said = json.loads((OLD_RECORDS / "judgement-v1.json").read_text())
+    judged = Judgement.model_validate(said)
+    assert judged.verdict == "could not judge" and judged.headline is not None
+    assert judged.headline.direction is Direction.NONE and judged == judge(cmp)
+    assert judgement_json(judge(cmp), cmp) == said
+    busy = Judgement.model_validate({**said, "too_busy": "the host was too busy to judge: …"})
+    assert busy.too_busy is True

@@ -301,7 +301,7 @@ def test_a_pair_not_whole_says_what_ran_of_it(tmp_path: Path) -> None:
 def test_the_most_pairs_a_bench_runs_are_as_many_lines(tmp_path: Path) -> None:
     """However busy the host, the runs of a bench cost a line a pair: the default plan's
     most (twice its 10 pairs, every run shared the machine) is 20 lines, not 40."""
-    from orchestrator.results.paired import AUTO_MOST
+    from orchestrator.verdict.paired import AUTO_MOST
 
     out = io.StringIO()
     with Console(load_settings(results_dir=tmp_path), out, verbose=False) as console:

@@ -1,4 +1,4 @@
-"""Unchanged kernels as the control (`results.controlled`): the rule, the name mapping on real
+"""Unchanged kernels as the control (`verdict.controlled`): the rule, the name mapping on real
 kernel names, and a run through `compare_groups` with a codegen diff of real code objects.
 
 Kernel names: rocprofv3 spells a kernel as libstdc++'s ``__cxa_demangle`` does, or mangled
@@ -23,11 +23,12 @@ from orchestrator.codegen.diff import CategoryDiff, CodegenDiff, diff
 from orchestrator.codegen.model import Codegen, parse_probe_output
 from orchestrator.parsers.mdlog import cycle_breakdown, parse_mdlog
 from orchestrator.parsers.rocprof import parse_kernel_csv
-from orchestrator.results.controlled import KernelIndex, category_status, judge, kernel_status
-from orchestrator.results.judge import compare_groups
-from orchestrator.results.report import render
-from orchestrator.results.verdicts import verdict
+from orchestrator.report import words
+from orchestrator.report.text import render
 from orchestrator.store.runstore import RunStore
+from orchestrator.verdict.controlled import KernelIndex, category_status, judge, kernel_status
+from orchestrator.verdict.judge import compare_groups
+from orchestrator.verdict.verdicts import verdict
 from tests.test_codegen import GROMACS, _codegen, _cpu_records
 from tests.test_compare import make_run
 
@@ -74,8 +75,8 @@ def test_contention_on_one_side_cancels_against_the_unchanged_kernels() -> None:
     significant 10 % regression; against the unchanged kernels it did not move."""
     base, cand = _pairs([1.10, 1.08, 1.12, 1.09, 1.11, 1.10], changed=1.0)
     got = judge(base, cand, ["changed"], ["a", "b", "c"], WEIGHTS, paired=True)["changed"]
-    assert got.raw.marker == "🐢" and got.raw.delta_pct > 8
-    assert got.controlled is not None and got.controlled.marker == "•"
+    assert words.marker(got.raw) == "🐢" and got.raw.delta_pct > 8
+    assert got.controlled is not None and words.marker(got.controlled) == "•"
     assert abs(got.controlled.delta_pct) < 0.5
     assert got.control_ratio == pytest.approx(1.10, abs=0.005)
     assert got.controls == ["a", "b", "c"] and "3 unchanged kernels (a, b, c)" in got.control
@@ -86,13 +87,17 @@ def test_a_real_speed_up_hidden_by_drift_is_found_against_the_control() -> None:
     controlled ratio is 0.95 with a tight interval."""
     base, cand = _pairs([1.15, 0.88, 1.10, 0.90, 1.14, 0.86], changed=0.95)
     got = judge(base, cand, ["changed"], ["a", "b", "c"], WEIGHTS, paired=True)["changed"]
-    assert got.raw.marker == "•" and not got.raw.significant
+    assert words.marker(got.raw) == "•" and not got.raw.significant
     ctl = got.controlled
-    assert ctl is not None and ctl.marker == "🚀" and ctl.delta_pct == pytest.approx(-5, abs=0.3)
+    assert (
+        ctl is not None
+        and words.marker(ctl) == "🚀"
+        and ctl.delta_pct == pytest.approx(-5, abs=0.3)
+    )
     assert ctl.ci_low is not None and ctl.ci_high is not None and ctl.ci_high < 0.96
     assert got.verdict is ctl
     unpaired = judge(base, cand, ["changed"], ["a", "b", "c"], WEIGHTS, paired=False)["changed"]
-    assert unpaired.controlled is not None and unpaired.controlled.marker == "🚀"
+    assert unpaired.controlled is not None and words.marker(unpaired.controlled) == "🚀"
 
 
 def test_time_weights_decide_the_control() -> None:
@@ -111,7 +116,7 @@ def test_no_unchanged_kernel_means_raw_only() -> None:
     for entry in got.values():
         assert entry.controlled is None and entry.verdict is entry.raw
         assert entry.control.startswith("no unchanged kernel") and entry.control_ratio is None
-    assert got["changed"].raw.marker == "🐢"  # the raw verdict is still there, as it was
+    assert words.marker(got["changed"].raw) == "🐢"  # the raw verdict is still there, as it was
 
 
 def test_the_control_ratio_is_candidate_over_baseline_paired_or_not() -> None:
@@ -155,24 +160,28 @@ def test_several_changed_kernels_are_corrected_for_their_number() -> None:
                     threshold_pct=2.0, alpha=0.05)  # fmt: skip
     still = verdict([1.0] * 6, STILL, paired=True, higher_is_better=False,
                     threshold_pct=2.0, alpha=0.05)  # fmt: skip
-    assert alone.marker == "🚀" and alone.p_value is not None and 0.025 < alone.p_value < 0.05
+    assert (
+        words.marker(alone) == "🚀" and alone.p_value is not None and 0.025 < alone.p_value < 0.05
+    )
     assert still.p_value is not None and still.p_value > 0.05
     for machine in ([1.0] * 6, [1.10, 0.92, 1.05, 0.95, 1.08, 0.90]):
         base, cand = _two_changed(machine, STILL)
         one = judge(base, cand, ["k1"], ["a", "b"], WEIGHTS_TWO, paired=True)["k1"]
-        assert one.controlled is not None and one.controlled.marker == "🚀"
+        assert one.controlled is not None and words.marker(one.controlled) == "🚀"
         assert one.controlled.p_value == pytest.approx(alone.p_value, rel=1e-6)
         got = judge(base, cand, ["k1", "k2"], ["a", "b"], WEIGHTS_TWO, paired=True)["k1"]
-        assert got.controlled is not None and got.controlled.marker == "•"
+        assert got.controlled is not None and words.marker(got.controlled) == "•"
         assert not got.controlled.significant
-        assert "after correcting for 2 changed kernels (Benjamini–Hochberg)" in got.controlled.note
+        assert "after correcting for 2 changed kernels (Benjamini–Hochberg)" in words.note(
+            got.controlled
+        )
         both = judge(*_two_changed(machine, FASTER[::-1]), ["k1", "k2"], ["a", "b"],
                      WEIGHTS_TWO, paired=True)  # fmt: skip
-        assert all(b.controlled and b.controlled.marker == "🚀" for b in both.values())
+        assert all(b.controlled and words.marker(b.controlled) == "🚀" for b in both.values())
     # with no machine factor the raw ratios are the controlled ones: the raw verdicts too
     steady = judge(*_two_changed([1.0] * 6, STILL), ["k1", "k2"], ["a", "b"], WEIGHTS_TWO,
                    paired=True)["k1"]  # fmt: skip
-    assert steady.raw.marker == "•" and "(Benjamini–Hochberg)" in steady.raw.note
+    assert words.marker(steady.raw) == "•" and "(Benjamini–Hochberg)" in words.note(steady.raw)
 
 
 # --- names: real kernels, real traces ---------------------------------------------------
@@ -298,7 +307,11 @@ def test_compare_groups_judges_a_changed_gromacs_kernel_against_the_unchanged(
     cmp = compare_groups(base, cand, codegen=gpu_diff)
     assert cmp.codegen is gpu_diff and list(cmp.controlled) == [cxa_demangle(changed.name)]
     got = cmp.controlled[cxa_demangle(changed.name)]
-    assert got.raw.marker == "•" and got.controlled is not None and got.controlled.marker == "🚀"
+    assert (
+        words.marker(got.raw) == "•"
+        and got.controlled is not None
+        and words.marker(got.controlled) == "🚀"
+    )
     assert got.controlled.delta_pct == pytest.approx(-5, abs=0.5)
     assert len(got.controls) == 3 and "fft_rtc_fwd_len64_sp" not in got.controls
     out = render(cmp)
@@ -342,10 +355,10 @@ def test_suspect_energies_keep_a_controlled_speed_up_from_showing(
     assert got.controlled is not None and got.controlled.significant
     assert got.controlled.delta_pct == pytest.approx(-5, abs=0.5)
     if apart < 0.01:
-        assert not cmp.suspect and got.controlled.marker == "🚀"
+        assert not cmp.suspect and words.marker(got.controlled) == "🚀"
     else:
         assert cmp.suspect and f"({apart:.1%} apart, tolerance 1%)" in (cmp.suspect_note or "")
-        assert got.controlled.marker == "⚠" and got.raw.marker != "🚀"
+        assert words.marker(got.controlled) == "⚠" and words.marker(got.raw) != "🚀"
         assert "🚀" not in render(cmp)
 
 
@@ -370,7 +383,9 @@ def test_compare_groups_on_the_cpu_judges_categories(tmp_path: Path) -> None:
                          codegen=codegen)  # fmt: skip
     got = cmp.controlled["pme_spread"]
     assert list(cmp.controlled) == ["pme_spread"] and got.controlled is not None
-    assert got.controlled.marker == "🚀" and got.controlled.delta_pct == pytest.approx(-8, abs=1)
+    assert words.marker(got.controlled) == "🚀" and got.controlled.delta_pct == pytest.approx(
+        -8, abs=1
+    )
     assert "other" not in got.controls and got.controls
     assert "changed categories, raw and against the unchanged categories" in render(cmp)
 

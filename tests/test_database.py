@@ -18,13 +18,13 @@ from sqlalchemy import MetaData, Table, inspect, text
 from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.settings import load_settings
 from orchestrator.parsers.mdlog import cycle_breakdown, parse_mdlog
-from orchestrator.results import history
-from orchestrator.results.report import history_text
+from orchestrator.report.text import history_text
 from orchestrator.runs.liveness import Owner
 from orchestrator.store import database
 from orchestrator.store.database import Database, import_runs, record_quietly
 from orchestrator.store.records import RunResult
 from orchestrator.store.runstore import RunStore
+from orchestrator.verdict import history
 from tests import postgres
 from tests.test_store import _result, _save
 

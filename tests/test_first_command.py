@@ -51,9 +51,9 @@ NOISE_LINE = re.compile(
 
 
 def test_readme_first_command_fits_in_a_hundred_lines(engine: Any, session_results: Path) -> None:
-    from orchestrator.results.paired import AUTO_MOST
-    from orchestrator.results.report import NOISE_LINES
-    from orchestrator.results.sequential import AUTO_EARLY
+    from orchestrator.report.text import NOISE_LINES
+    from orchestrator.verdict.paired import AUTO_MOST
+    from orchestrator.verdict.sequential import AUTO_EARLY
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("ORCH_")}
     env["ORCH_RESULTS_DIR"] = str(session_results)

@@ -23,16 +23,17 @@ from orchestrator.core.files import DamagedRecord
 from orchestrator.parsers.breakdown import build_breakdown
 from orchestrator.parsers.categories import CATEGORIES
 from orchestrator.payloads import codegen_probe as probe
-from orchestrator.results.compare import Comparison, category_verdicts
-from orchestrator.results.controlled import judge
-from orchestrator.results.history import Bisect, BisectStep, Sample, Series, build_series
-from orchestrator.results.html import render_html
-from orchestrator.results.paired import compare_pairs
-from orchestrator.results.stats import compare_samples
+from orchestrator.report import words
+from orchestrator.report.html import render_html
 from orchestrator.runs.hostinfo import HostInfo
 from orchestrator.store.layout import CODEGEN_FILE
 from orchestrator.store.records import ImageRef, RunResult
 from orchestrator.store.runstore import RunStore
+from orchestrator.verdict.compare import Comparison, category_verdicts
+from orchestrator.verdict.controlled import judge
+from orchestrator.verdict.history import Bisect, BisectStep, Sample, Series, build_series
+from orchestrator.verdict.paired import compare_pairs
+from orchestrator.verdict.stats import compare_samples
 from tests.test_codegen import GROMACS as UNITS
 from tests.test_codegen import _codegen, _gz
 
@@ -166,8 +167,8 @@ def test_verdict_and_bisect_tables_reuse_the_text_report(
     page = render_html([], verdict=verdict, bisects=bisects, generated="now")
     assert "no finished runs in the database yet" in page
     assert "chart-0" not in page
-    assert verdict.headline in page and "<th>CI of Δ</th>" in page
-    assert "nbnxm (ms)" in page and f"{verdict.ns_per_day.delta_pct:+.2f}%" in page
+    assert words.headline_text(verdict) in page and "<th>CI of Δ</th>" in page
+    assert "nbnxm (ms)" in page and f"{verdict.headline.delta_pct:+.2f}%" in page
     assert f'<tr class="first-bad"><td class="num">3</td><td>{COMMITS[3][:12]}</td>' in page
     assert page.count('class="first-bad"') == 1
     assert f"first bad commit: {COMMITS[3]}" in page
@@ -393,7 +394,7 @@ def test_codegen_view_rows_timings_and_code(
     assert f"{1 + raw.delta_pct / 100:.3f} ({raw.delta_pct:+.1f}%)" in row
     assert f"{raw.ci_low:.3f}–{raw.ci_high:.3f}" in row
     assert ctl.controlled is not None and f"{1 + ctl.controlled.delta_pct / 100:.3f}" in row
-    assert raw.marker == "🚀" and 'class="num better-cell"' in row
+    assert words.marker(raw) == "🚀" and 'class="num better-cell"' in row
     # the unchanged: timed ones greyed as the control, the rest counted per category
     grey = page.count('<tr class="unchanged timed">')
     assert grey == 4 and "not in the fingerprint" in page and "code unchanged" in page

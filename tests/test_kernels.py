@@ -31,13 +31,14 @@ from orchestrator.parsers.kernelbench import (
     parse_tune_cache,
     summarize,
 )
-from orchestrator.results.judge import compare_groups
-from orchestrator.results.report import render
+from orchestrator.report import words
+from orchestrator.report.text import render
 from orchestrator.runs import kernel_runs
 from orchestrator.runs.kernel_recipe import ResolvedKernel
 from orchestrator.runs.recipe import load_recipe, load_system
 from orchestrator.store.layout import USER_KERNEL_FILE
 from orchestrator.store.runstore import RunStore
+from orchestrator.verdict.judge import compare_groups
 
 DATA = Path(__file__).parent / "data" / "kernels"
 GPU = DATA / "gpu"
@@ -192,9 +193,9 @@ def test_compare_judges_each_kernel_metric_in_its_declared_direction(tmp_path: P
         store.finished("toolchain-clang16__bandwidth-64MiB-temporal__b"),
     )
     assert cmp.paired and cmp.headline_name == "ro_peak" and cmp.headline_unit == "GB/s"
-    assert cmp.ns_per_day.marker == "•"  # ro_peak did not move
+    assert words.marker(cmp.headline) == "•"  # ro_peak did not move
     rw = cmp.metrics["rw_peak"]
-    assert rw.significant and rw.improved and rw.marker == "🚀"  # higher GB/s is better
+    assert rw.significant and rw.improved and words.marker(rw) == "🚀"  # higher GB/s is better
     text = render(cmp)
     assert "ro_peak (GB/s)" in text and "🚀 rw_peak" in text
 

@@ -32,8 +32,8 @@ PLACED: dict[str, str] = {
     "orchestrator.runs.liveness": "store",
     "orchestrator.codegen": "parsers", "orchestrator.codegen.collect": "images",
     "orchestrator.codegen.diff": "verdict", "orchestrator.codegen.targets": "verdict",
-    "orchestrator.codegen.asm": "verdict", "orchestrator.codegen.table": "results",
-    "orchestrator.codegen.html": "results", "orchestrator.codegen.workflow": "workflows",
+    "orchestrator.codegen.asm": "verdict", "orchestrator.codegen.table": "report",
+    "orchestrator.codegen.html": "report", "orchestrator.codegen.workflow": "workflows",
 }  # fmt: skip
 
 
@@ -157,6 +157,11 @@ def test_only_the_cli_prints() -> None:
     # the codegen probe is a program run inside images: its stdout is its result
     assert not _lines(writes, ("orchestrator.cli", "orchestrator.payloads.codegen_probe"))
     assert _lines(writes, ())
+
+
+def test_meaning_is_never_read_from_an_emoji() -> None:
+    """A verdict's meaning is its `verdict.model.Direction`; its marker is `report.words`'."""
+    assert not _lines(r'[!=]= *["\'](🚀|🐢|⚠|•)["\']', ())
 
 
 def test_one_atomic_writer() -> None:

@@ -16,7 +16,7 @@ from conftest import local_http
 from pydantic import SecretStr
 
 from orchestrator.core.settings import load_settings
-from orchestrator.results.notify import DISCORD_LIMIT, Notifier
+from orchestrator.report.notify import DISCORD_LIMIT, Notifier
 
 TOKEN = "s3cr3t-T0KEN-9f8e7d6c"
 

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from orchestrator.core.errors import UsageError
-from orchestrator.results import paired, student
-from orchestrator.results.paired import RepeatPlan, compare_pairs, repeat_plan
-from orchestrator.results.sequential import AUTO_EARLY, interim_alpha, settle
+from orchestrator.report import words
+from orchestrator.verdict import paired, student
+from orchestrator.verdict.paired import RepeatPlan, compare_pairs, repeat_plan
+from orchestrator.verdict.sequential import AUTO_EARLY, interim_alpha, settle
 
 VECTORS: dict[str, Any] = json.loads(
     (Path(__file__).parent / "data" / "stats_vectors.json").read_text(encoding="utf-8")
@@ -49,17 +50,17 @@ def test_a_clear_change_fires_from_few_pairs() -> None:
     shifts = [0.951, 0.949, 0.9505, 0.9495]
     v = compare_pairs(base, [b * f for b, f in zip(base, shifts, strict=True)],
                       higher_is_better=False)  # fmt: skip
-    assert v.significant and v.marker == "🚀" and v.improved is True
+    assert v.significant and words.marker(v) == "🚀" and v.improved is True
     assert v.delta_pct == pytest.approx(-5.0, abs=0.01)
     assert v.delta_abs == pytest.approx(v.baseline_median * v.delta_pct / 100)
-    assert v.note.startswith("faster by 5.0% (p < 0.001")
+    assert words.note(v).startswith("faster by 5.0% (p < 0.001")
 
 
 def independent_marker_change(
     se_test: float, se_est: float, df: int, q: float, limit: float, power: float
 ) -> float:
     """The log change whose marker probability is `power`, by another route than
-    `results.detectable`: a midpoint sum over the chi-square variable x = df * U^2 with its
+    `verdict.detectable`: a midpoint sum over the chi-square variable x = df * U^2 with its
     normalised density from lgamma, and plain bisection on the change."""
     top, steps = df + 40 * math.sqrt(df) + 60, 20000
     h = top / steps
@@ -97,7 +98,7 @@ def test_no_change_says_the_change_that_would_have_got_a_marker() -> None:
     base = [100.0, 102.0, 99.0, 101.0, 100.5, 98.5]
     cand = [101.0, 100.0, 100.0, 102.0, 99.0, 99.5]
     v = compare_pairs(base, cand, higher_is_better=True)
-    assert not v.significant and v.marker == "•"
+    assert not v.significant and words.marker(v) == "•"
     d = paired.log_ratios(base, cand)
     se = math.sqrt(sum((x - sum(d) / 6) ** 2 for x in d) / 5) / 6**0.5
     typical = independent_typical_sd(se, 5)
@@ -108,7 +109,7 @@ def test_no_change_says_the_change_that_would_have_got_a_marker() -> None:
     textbook = 100 * math.expm1((student.t_ppf(0.975, 5) + student.t_ppf(0.8, 5)) * se)
     assert v.mdc_pct > textbook  # the threshold costs power the textbook figure ignores
     assert (f"6 pairs could have detected ±{v.mdc_pct:.1f}% (a marker with 80% probability: "
-            "p < 0.05 and beyond ±2%)") in v.note  # fmt: skip
+            "p < 0.05 and beyond ±2%)") in words.note(v)  # fmt: skip
 
 
 def test_the_stated_change_is_never_below_the_threshold() -> None:
@@ -122,7 +123,7 @@ def test_the_stated_change_is_never_below_the_threshold() -> None:
 def test_single_pair_and_bad_input() -> None:
     v = compare_pairs([10.0], [9.0], higher_is_better=False)
     assert not v.testable and v.p_value is None and v.mdc_pct is None
-    assert "single pair" in v.note and v.delta_pct == pytest.approx(-10.0)
+    assert "single pair" in words.note(v) and v.delta_pct == pytest.approx(-10.0)
     with pytest.raises(ValueError, match="same number"):
         compare_pairs([1.0, 2.0], [1.0], higher_is_better=True)
     with pytest.raises(ValueError, match="positive"):
@@ -132,27 +133,31 @@ def test_single_pair_and_bad_input() -> None:
 def test_two_pairs_show_the_change_but_give_no_marker() -> None:
     v = compare_pairs([10.0, 10.2], [5.0, 5.3], higher_is_better=False)
     assert v.p_value is not None and v.p_value < 0.05  # significant by the t test alone
-    assert not v.testable and not v.significant and v.marker == "•" and v.mdc_pct is None
-    assert "from 2 pairs: too few for a verdict (a marker needs 3 pairs or more)" in v.note
+    assert not v.testable and not v.significant and words.marker(v) == "•" and v.mdc_pct is None
+    assert "from 2 pairs: too few for a verdict (a marker needs 3 pairs or more)" in words.note(v)
     three = compare_pairs([10.0, 10.2, 9.9], [5.0, 5.3, 5.1], higher_is_better=False)
-    assert three.testable and three.marker == "🚀"
+    assert three.testable and words.marker(three) == "🚀"
 
 
 def test_zero_spread_is_untestable_not_p_zero() -> None:
     """The same ratio in every pair (here 1.1, whose logs differ by rounding only): no p."""
     v = compare_pairs([10.0, 20.0, 30.0], [11.0, 22.0, 33.0], higher_is_better=True)
-    assert v.p_value is None and not v.testable and not v.significant and v.marker == "•"
+    assert v.p_value is None and not v.testable and not v.significant and words.marker(v) == "•"
     assert v.ci_low is None and v.mdc_pct is None and v.delta_pct == pytest.approx(10.0)
-    assert "no spread observed" in v.note and "untestable" in v.note
+    assert "no spread observed" in words.note(v) and "untestable" in words.note(v)
     same = compare_pairs([3.0, 3.0, 3.0], [3.0, 3.0, 3.0], higher_is_better=False)
-    assert same.p_value is None and same.marker == "•" and "untestable" in same.note
+    assert same.p_value is None and words.marker(same) == "•" and "untestable" in words.note(same)
     # Every candidate 5% above its baseline, rounded to 6 digits: log ratios that differ by
     # floating-point rounding only (sd 1e-16), which an exact zero test would call p = 0.
     base = [145.603, 144.783, 55.655, 58.487]
     cand = [152.88315, 152.02215, 58.43775, 61.41135]
     assert 0 < paired.paired_t(paired.log_ratios(base, cand)).sd < 1e-15
     rounded = compare_pairs(base, cand, higher_is_better=False)
-    assert rounded.p_value is None and rounded.marker == "•" and "untestable" in rounded.note
+    assert (
+        rounded.p_value is None
+        and words.marker(rounded) == "•"
+        and "untestable" in words.note(rounded)
+    )
 
 
 def test_abba_order_cancels_a_linear_drift() -> None:
@@ -203,7 +208,7 @@ def test_auto_stops_at_four_pairs_once_no_marker_can_fire() -> None:
     look = repeat_plan("auto").look(base, cand, threshold_pct=2, alpha=0.05)
     assert look.more == 0 and look.stop is not None and not look.stop.marker
     assert look.why and "lies within ±2%: no marker can fire" in look.why, look.why
-    assert compare_pairs(base, cand, higher_is_better=True).marker == "•"
+    assert words.marker(compare_pairs(base, cand, higher_is_better=True)) == "•"
     before = RepeatPlan(paired.AUTO_FIRST, paired.AUTO_MOST)  # the width rule alone
     assert before.more(base, cand, threshold_pct=2, alpha=0.05) == 2
 
@@ -214,7 +219,7 @@ def test_auto_stops_once_the_marker_is_settled_at_the_strict_level() -> None:
     look = repeat_plan("auto").look(base[:4], cand[:4], threshold_pct=2, alpha=0.05)
     assert look.stop is not None and look.stop.marker and look.more == 0, look
     assert "99.9% interval" in str(look.why) and "beyond +2%" in str(look.why)
-    assert compare_pairs(base[:4], cand[:4], higher_is_better=True).marker == "🚀"
+    assert words.marker(compare_pairs(base[:4], cand[:4], higher_is_better=True)) == "🚀"
     loose = [1.05, 1.04, 1.06, 1.045]  # 95% interval 1.035–1.062, 99.9% 0.995–1.105
     d = [math.log(r) for r in loose]
     assert settle(d, threshold_pct=2, alpha=0.05, interim=0.05) is not None  # the naive rule

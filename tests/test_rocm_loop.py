@@ -45,6 +45,7 @@ from orchestrator.codegen.workflow import codegen_diff
 from orchestrator.core.errors import UserError
 from orchestrator.core.events import Event
 from orchestrator.images.provenance import ImageRecord, load_lockfile
+from orchestrator.report import words
 from orchestrator.store.database import Database, benches
 from orchestrator.store.layout import lockfile_path
 from orchestrator.store.runstore import RunStore
@@ -270,7 +271,7 @@ def test_against_stable_shows_what_the_two_compilers_differ_in(
     counted = re.search(r"codegen after [\d.]+ s: (\d+) of (\d+) kernels changed", said)
     assert counted and int(counted.group(1)) >= 100, said[-2000:]
     assert outcome.comparison is not None and outcome.comparison.base == "stable"
-    assert " vs stable: " in outcome.comparison.headline
+    assert " vs stable: " in words.headline_text(outcome.comparison)
 
 
 def test_the_same_build_on_both_sides_is_an_a_a_of_it(

@@ -29,9 +29,9 @@ from orchestrator.parsers.rocprof_compute import (
     unsupported_arch,
 )
 from orchestrator.platforms.base import ProfileOutcome
-from orchestrator.results.counter_compare import compare_counters, render_comparison
 from orchestrator.store.layout import COUNTERS_FILE
 from orchestrator.store.runstore import RunStore
+from orchestrator.verdict.counter_compare import compare_counters, render_comparison
 
 DATA = Path(__file__).parent / "data" / "rocprof_compute"
 MI100 = DATA / "vcopy" / "MI100"

@@ -23,11 +23,11 @@ from orchestrator.cli import main
 from orchestrator.codegen.model import Codegen, KernelCode
 from orchestrator.core.exits import EPILOG, MEANING, SIGNALLED, ExitCode
 from orchestrator.core.files import write_atomic
-from orchestrator.results.compare import compare_runs
 from orchestrator.runs.inputs import fetch_inputs
 from orchestrator.store.database import Database, import_runs
 from orchestrator.store.layout import CODEGEN_FILE
 from orchestrator.store.runstore import RunStore
+from orchestrator.verdict.compare import compare_runs
 from orchestrator.workflows.bench import NOTHING_CHANGED, BenchOutcome
 from tests.test_compare import BUSY, PAIRS, _bench_groups, _flag, load_runs, make_run
 from tests.test_inputs import make_zip, zip_system

@@ -21,9 +21,9 @@ from orchestrator.core.settings import GromacsSource, environment_of, load_setti
 from orchestrator.images import gitsource
 from orchestrator.images.gitsource import credential_line, display_source, resolve_commit
 from orchestrator.images.provenance import ImageRecord
-from orchestrator.results.history import Sample, _dates, build_series, commit_dates
 from orchestrator.store.database import Database, import_runs, shown
 from orchestrator.store.runstore import RunStore
+from orchestrator.verdict.history import Sample, _dates, build_series, commit_dates
 from orchestrator.workflows.bisect import _commit
 from tests.test_store import _save
 

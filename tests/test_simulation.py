@@ -34,7 +34,7 @@ from benchmarks.simulation import (
     simulate,
     simulate_flagged,
 )
-from orchestrator.results.paired import RepeatPlan
+from orchestrator.verdict.paired import RepeatPlan
 
 BENCH = "bench (paired t)"
 VECTORS: dict[str, Any] = json.loads(

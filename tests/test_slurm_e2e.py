@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from orchestrator.core.settings import SlurmSettings
-from orchestrator.results.judge import compare_groups
 from orchestrator.runs.executors import Job, SlurmExecutor
 from orchestrator.runs.runner import RunRequest
 from orchestrator.store.records import RunResult
 from orchestrator.store.runstore import RunStore
+from orchestrator.verdict.judge import compare_groups
 from orchestrator.workflows.bench import BenchRequest, bench
 from orchestrator.workflows.matrix import load_matrix, matrix
 from tests import slurm
@@ -98,7 +98,7 @@ def test_bench_through_slurm_is_the_verdict_of_its_runs(
     base = [run for name in cmp.baseline for run in store.finished(name)]
     cand = [run for name in cmp.candidate for run in store.finished(name)]
     again = compare_groups(base, cand)
-    assert again.ns_per_day == cmp.ns_per_day and again.metrics == cmp.metrics
+    assert again.headline == cmp.headline and again.metrics == cmp.metrics
     # neither the job scripts, the jobs' environments (the controller's state), the
     # daemons' logs nor the results hold the webhook's address
     assert _files_holding("secret-token", cluster.top, settings.results_dir) == []

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from orchestrator.results import stats, student
+from orchestrator.report import words
+from orchestrator.verdict import stats, student
 from tests.test_paired import independent_marker_change, independent_typical_sd
 
 VECTORS: dict[str, Any] = json.loads(
@@ -119,7 +120,7 @@ def test_no_change_states_what_it_could_have_detected() -> None:
     v = stats.compare_samples(base, cand, higher_is_better=False)
     assert v.mdc_pct is not None and 2.0 < v.mdc_pct < 10.0
     assert (f"could have detected ±{v.mdc_pct:.1f}% (a marker with 80% probability: p < 0.05 "
-            "and beyond ±2%)") in v.note  # fmt: skip
+            "and beyond ±2%)") in words.note(v)  # fmt: skip
     noisier = stats.compare_samples(base, [c * (1 + (i - 2) / 50) for i, c in enumerate(cand)],
                                     higher_is_better=False)  # fmt: skip
     assert noisier.mdc_pct is not None and noisier.mdc_pct > v.mdc_pct
@@ -181,9 +182,9 @@ SHIFTED = [v * 1.10 for v in BASE]
 def test_a_a_overlapping_is_not_significant() -> None:
     v = stats.compare_samples(BASE, [99.0, 102.0, 100.5, 98.5, 101.5], higher_is_better=False)
     assert v.testable and not v.significant
-    assert v.marker == "•" and v.improved is None
+    assert words.marker(v) == "•" and v.improved is None
     assert v.p_value is not None and v.p_value > 0.05
-    assert "within noise" in v.note
+    assert "within noise" in words.note(v)
 
 
 @pytest.mark.parametrize(
@@ -192,18 +193,18 @@ def test_a_a_overlapping_is_not_significant() -> None:
 def test_clear_10pct_increase(higher_is_better: bool, marker: str, word: str) -> None:
     v = stats.compare_samples(BASE, SHIFTED, higher_is_better=higher_is_better)
     assert v.significant and v.testable
-    assert v.marker == marker and v.improved is higher_is_better
+    assert words.marker(v) == marker and v.improved is higher_is_better
     assert v.delta_pct == pytest.approx(10.0)
     assert v.p_value == pytest.approx(2 / 252)
     assert v.ci_low is not None and v.ci_high is not None and v.ci_low > 1.0
     assert v.test_method == "exact"
-    assert v.note.startswith(f"{word} by 10.0% (p = 0.0079, 95% CI of ratio")
+    assert words.note(v).startswith(f"{word} by 10.0% (p = 0.0079, 95% CI of ratio")
 
 
 @pytest.mark.parametrize(("higher_is_better", "marker"), [(True, "🐢"), (False, "🚀")])
 def test_clear_10pct_decrease(higher_is_better: bool, marker: str) -> None:
     v = stats.compare_samples(SHIFTED, BASE, higher_is_better=higher_is_better)
-    assert v.significant and v.marker == marker
+    assert v.significant and words.marker(v) == marker
     assert v.improved is (not higher_is_better)
     assert v.ci_high is not None and v.ci_high < 1.0
 
@@ -211,21 +212,21 @@ def test_clear_10pct_decrease(higher_is_better: bool, marker: str) -> None:
 def test_3v3_complete_separation_is_untestable() -> None:
     v = stats.compare_samples([10.0, 10.1, 10.2], [12.0, 12.1, 12.2], higher_is_better=False)
     assert not v.testable and not v.significant
-    assert v.marker == "•" and v.improved is None
+    assert words.marker(v) == "•" and v.improved is None
     assert v.p_value == pytest.approx(0.1)
     assert v.delta_pct == pytest.approx(100 * 2 / 10.1)
-    assert "3 vs 3 runs cannot reach p < 0.05" in v.note
-    assert "minimum p = 0.10" in v.note and "--repeats 4" in v.note
+    assert "3 vs 3 runs cannot reach p < 0.05" in words.note(v)
+    assert "minimum p = 0.10" in words.note(v) and "--repeats 4" in words.note(v)
 
 
 def test_single_run_shows_delta_but_noise_unknown() -> None:
     v = stats.compare_samples([100.0], [90.0], higher_is_better=False)
     assert v.delta_pct == pytest.approx(-10.0) and v.delta_abs == pytest.approx(-10.0)
     assert v.p_value is None and v.ci_low is None and v.ci_high is None
-    assert not v.testable and not v.significant and v.marker == "•"
-    assert "noise unknown" in v.note
+    assert not v.testable and not v.significant and words.marker(v) == "•"
+    assert "noise unknown" in words.note(v)
     one_side = stats.compare_samples([100.0], BASE, higher_is_better=True)
-    assert one_side.p_value is None and "noise unknown" in one_side.note
+    assert one_side.p_value is None and "noise unknown" in words.note(one_side)
 
 
 def test_one_pct_significant_with_threshold_two_has_no_marker() -> None:
@@ -234,10 +235,10 @@ def test_one_pct_significant_with_threshold_two_has_no_marker() -> None:
     v = stats.compare_samples(base, cand, higher_is_better=True, threshold_pct=2.0)
     assert v.significant and v.improved is True
     assert v.delta_pct == pytest.approx(1.0, abs=0.01)
-    assert v.marker == "•"
-    assert "within the 2% threshold" in v.note
+    assert words.marker(v) == "•"
+    assert "within the 2% threshold" in words.note(v)
     lower = stats.compare_samples(base, cand, higher_is_better=True, threshold_pct=0.5)
-    assert lower.marker == "🚀"
+    assert words.marker(lower) == "🚀"
 
 
 def test_spreads_and_model_fields() -> None:
@@ -251,7 +252,7 @@ def test_spreads_and_model_fields() -> None:
 
 def test_stricter_alpha_needs_more_repeats() -> None:
     v = stats.compare_samples(BASE[:4], SHIFTED[:4], higher_is_better=True, alpha=0.01)
-    assert not v.testable and "--repeats 5" in v.note
+    assert not v.testable and "--repeats 5" in words.note(v)
 
 
 def test_selected_order_statistics_equal_the_sorted_ones() -> None:
@@ -259,7 +260,7 @@ def test_selected_order_statistics_equal_the_sorted_ones() -> None:
     import math
     import random
 
-    from orchestrator.results.stats import kth_difference
+    from orchestrator.verdict.stats import kth_difference
 
     rng = random.Random(3)
     for n_a, n_b in ((1, 1), (3, 7), (60, 90), (200, 200)):

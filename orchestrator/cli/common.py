@@ -13,6 +13,7 @@ from orchestrator.cli.console import Console
 from orchestrator.core.exits import EPILOG
 from orchestrator.core.settings import Settings
 from orchestrator.runs import executors
+from orchestrator.verdict.defaults import ALPHA, THRESHOLD_PCT
 
 Handler = Callable[[argparse.Namespace, Settings, Console], int]
 #: `parser.add_subparsers()`'s return value, to which each module adds its commands.
@@ -36,10 +37,10 @@ def with_executor(settings: Settings, args: argparse.Namespace) -> Settings:
 def verdict_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=["simple", "markdown"], default="simple")
     p.add_argument(
-        "--threshold", dest="threshold_pct", type=float, default=2.0,
+        "--threshold", dest="threshold_pct", type=float, default=THRESHOLD_PCT,
         help="marker threshold, percent",
     )  # fmt: skip
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level")
+    p.add_argument("--alpha", type=float, default=ALPHA, help="significance level")
 
 
 def json_option(p: argparse.ArgumentParser, what: str) -> None:

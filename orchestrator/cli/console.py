@@ -49,7 +49,7 @@ from orchestrator.core.events import (
     Transfer,
 )
 from orchestrator.core.settings import Settings
-from orchestrator.results.notify import Notifier
+from orchestrator.report.notify import Notifier
 from orchestrator.runs.runner import RunEnded, RunStarted
 from orchestrator.store import layout
 from orchestrator.store.records import RunResult

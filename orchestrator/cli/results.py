@@ -23,14 +23,16 @@ from orchestrator.core.events import Caution
 from orchestrator.core.files import write_atomic
 from orchestrator.core.settings import Settings
 from orchestrator.parsers.categories import CATEGORIES
-from orchestrator.results import history as hist
-from orchestrator.results.compare import Comparison
-from orchestrator.results.html import render_html
-from orchestrator.results.judge import compare_groups
-from orchestrator.results.judgement import judge
-from orchestrator.results.report import history_text, render, webhook_text
+from orchestrator.report.as_json import judgement_json, series_json
+from orchestrator.report.html import render_html
+from orchestrator.report.text import history_text, render, webhook_text
+from orchestrator.report.words import headline_text
 from orchestrator.store.database import Database, import_runs, shown
 from orchestrator.store.runstore import RunStore
+from orchestrator.verdict import history as hist
+from orchestrator.verdict.compare import Comparison
+from orchestrator.verdict.judge import compare_groups
+from orchestrator.verdict.judgement import judge
 
 
 def register(sub: Commands) -> None:
@@ -94,11 +96,11 @@ def compare(args: argparse.Namespace, settings: Settings, console: Console) -> i
     )  # fmt: skip
     judged = judge(cmp)
     if args.json:
-        print_json(judged)
+        print_json(judgement_json(judged, cmp))
     else:
         print(render(cmp, args.format), end="")
     if args.notify:
-        console.notifier.post(webhook_text(cmp), {"headline": cmp.headline})
+        console.notifier.post(webhook_text(cmp), {"headline": headline_text(cmp)})
     return judged.exit_code
 
 
@@ -146,7 +148,7 @@ def show_history(args: argparse.Namespace, settings: Settings, console: Console)
         llvm_source=settings.llvm_source, threshold_pct=args.threshold_pct, alpha=args.alpha,
     )  # fmt: skip
     if args.json:
-        print_json(series)
+        print_json(series_json(series))
     else:
         print(history_text(series, args.format), end="")
     return 0

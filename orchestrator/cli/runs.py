@@ -24,7 +24,7 @@ from orchestrator.core import interrupts
 from orchestrator.core.errors import UsageError
 from orchestrator.core.settings import Settings
 from orchestrator.platforms.base import ProfilerOptions
-from orchestrator.results.report import kernel_run_text, top_functions_text
+from orchestrator.report.text import kernel_run_text, top_functions_text
 from orchestrator.runs import runner
 from orchestrator.runs.clean import clean_runs
 from orchestrator.runs.executors import Job, LocalExecutor, executor_for

@@ -21,8 +21,10 @@ from orchestrator.cli.console import Console
 from orchestrator.cli.images import gpu_arch_option
 from orchestrator.core.events import Message, Step
 from orchestrator.core.settings import Settings, with_gpu_arch
-from orchestrator.results.judgement import judge
-from orchestrator.results.report import bisect_text, render, webhook_text
+from orchestrator.report import words
+from orchestrator.report.as_json import judgement_json
+from orchestrator.report.text import bisect_text, render, webhook_text
+from orchestrator.verdict.judgement import judge
 from orchestrator.workflows import share as sharing
 from orchestrator.workflows.bench import bench
 from orchestrator.workflows.bench_plan import BenchRequest, plan, plan_text, settle
@@ -140,7 +142,7 @@ def run_bench(args: argparse.Namespace, settings: Settings, console: Console) ->
         return 0
     outcome = bench(engine.connect(), settings, settled, console)
     cmp = outcome.comparison
-    judged = judge(cmp, outcome.nothing_measured).model_copy(update={
+    judged = judge(cmp).model_copy(update={
         "system": outcome.system, "base": outcome.base, "elapsed_seconds": outcome.elapsed,
         "container_seconds": outcome.container_seconds,
         "changed_kernels": len(outcome.codegen.changed) if outcome.codegen else None,
@@ -156,9 +158,11 @@ def run_bench(args: argparse.Namespace, settings: Settings, console: Console) ->
     else:
         if not args.json:
             print(render(cmp, args.format))
-        console.notifier.verdict(cmp.headline, {"verdict": outcome.verdict}, webhook_text(cmp))
+        console.notifier.verdict(
+            words.headline_text(cmp), {"verdict": outcome.verdict}, webhook_text(cmp)
+        )
     if args.json:
-        print_json(judged)
+        print_json(judgement_json(judged, cmp, outcome.nothing_measured))
     console(Step(f"done: {outcome.timing()}"))
     return judged.exit_code
 
@@ -216,8 +220,8 @@ def _matrix_row(cell: Cell) -> list[str]:
     values = [r.headline_value() or 0.0 for r in done]
     versus = cell.note or ""
     if cell.comparison is not None:
-        v = cell.comparison.ns_per_day
-        versus = f"{v.marker} {v.delta_pct:+.1f}% ({v.note})"
+        v = cell.comparison.headline
+        versus = f"{words.marker(v)} {v.delta_pct:+.1f}% ({words.note(v)})"
     return [
         cell.system, cell.gpu or "", cell.build, f"{len(done)}/{len(cell.results)}",
         f"{median:.4g} {unit}" if median is not None else "no finished run",

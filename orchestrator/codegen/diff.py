@@ -189,7 +189,7 @@ class CodegenDiff(SidesRenamed):
     baseline_code_object_versions: list[int] = Field(default_factory=list)
     candidate_code_object_versions: list[int] = Field(default_factory=list)
     #: Key -> demangled name of every kernel of either build: kernel traces name kernels
-    #: demangled, and `results.controlled` matches them to keys by it.
+    #: demangled, and `verdict.controlled` matches them to keys by it.
     demangled: dict[str, str] = Field(default_factory=dict)
 
     def code_unchanged(self, category: str) -> bool:

@@ -27,9 +27,10 @@ from orchestrator.codegen.diff import (
 )
 from orchestrator.codegen.targets import verdict_note
 from orchestrator.parsers.categories import base_name, strip_kernel_suffix
-from orchestrator.results.compare import Comparison
-from orchestrator.results.controlled import Controlled
-from orchestrator.results.stats import Verdict
+from orchestrator.report import words
+from orchestrator.verdict.compare import Comparison
+from orchestrator.verdict.controlled import Controlled
+from orchestrator.verdict.model import Direction, Verdict
 
 NOT_KEPT = (
     "the assembly was not kept for this bench (made before `bench` saved code diffs, or "
@@ -136,7 +137,7 @@ def _view(view: BenchCodegen, n: int) -> str:
         notes.append(
             f"time ratio: {d.candidate} / {d.baseline}, median call duration in each run; "
             f"interval: its "
-            f"{1 - cmp.ns_per_day.alpha:.0%} confidence interval"
+            f"{1 - cmp.headline.alpha:.0%} confidence interval"
             + ("; controlled: against the unchanged kernels of the same runs" if ctl else "")
         )
     if asm is None and d.changed:
@@ -258,13 +259,15 @@ def _timing(v: Verdict | None, missing: str, control: str = "") -> list[str]:
     verdict's note (and what the control was) shows on hovering."""
     if v is None:
         return [_td(missing), _td("")]
-    css = {"🐢": "num worse-cell", "🚀": "num better-cell"}.get(v.marker, "num")
+    css = {Direction.SLOWER: "num worse-cell", Direction.FASTER: "num better-cell"}.get(
+        v.claimed, "num"
+    )
     pct = v.delta_pct if abs(v.delta_pct) >= 0.05 else 0.0  # no "-0.0%"
     ratio = f"{1 + v.delta_pct / 100:.3f} ({pct:+.1f}%)"
     interval = "n/a" if v.ci_low is None or v.ci_high is None else (
         f"{v.ci_low:.3f}–{v.ci_high:.3f}"
     )  # fmt: skip
-    note = f"{control}; {v.note}" if control else v.note
+    note = f"{control}; {words.note(v)}" if control else words.note(v)
     return [_td(ratio, css, title=note), _td(interval, "num")]
 
 

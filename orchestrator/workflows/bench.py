@@ -28,12 +28,14 @@ from orchestrator.images import kernels
 from orchestrator.images.gromacs import DEV_CURRENT, build_gromacs, gromacs_ref, record_of
 from orchestrator.images.provenance import ImageRecord, label
 from orchestrator.images.user_kernels import UserProgram
-from orchestrator.results.compare import Comparison
-from orchestrator.results.judge import compare_groups
+from orchestrator.report.words import headline_text
 from orchestrator.runs.kernel_recipe import ResolvedKernel
 from orchestrator.runs.recipe import load_system
 from orchestrator.store.database import BenchRecord, record_bench
 from orchestrator.store.runstore import RunStore
+from orchestrator.verdict.compare import Comparison
+from orchestrator.verdict.judge import compare_groups
+from orchestrator.verdict.model import Direction
 from orchestrator.workflows.bench_plan import BenchRequest as BenchRequest  # its callers' name
 from orchestrator.workflows.bench_plan import (
     Settled,
@@ -81,14 +83,14 @@ class BenchOutcome:
 
     @property
     def verdict(self) -> str:
-        """`faster`, `slower`, `no change`, `too busy` (no verdict: `results.busy`) or
+        """`faster`, `slower`, `no change`, `too busy` (no verdict: `verdict.busy`) or
         `nothing measured` (the database's word)."""
         if self.comparison is None:
             return "nothing measured"
         if self.comparison.too_busy:
             return "too busy"
-        marker = self.comparison.ns_per_day.marker
-        return {"🚀": "faster", "🐢": "slower"}.get(marker, "no change")
+        direction = self.comparison.headline.claimed
+        return {Direction.FASTER: "faster", Direction.SLOWER: "slower"}.get(direction, "no change")
 
     def timing(self) -> str:
         codegen = ""
@@ -209,7 +211,7 @@ def _row(outcome: BenchOutcome, sides: Sides, groups: Groups | None) -> BenchRec
         llvm_commit=candidate.llvm_commit,
         system=outcome.system or "",
         verdict=outcome.verdict,
-        headline=cmp.headline if cmp is not None else outcome.nothing_measured or "",
+        headline=headline_text(cmp) if cmp is not None else outcome.nothing_measured or "",
         changed_kernels=len(outcome.codegen.changed) if outcome.codegen is not None else None,
         runs=outcome.runs,
         elapsed_seconds=outcome.elapsed,

@@ -28,10 +28,11 @@ from orchestrator.images.toolchain_llvm import llvm_tag, resolve_llvm
 from orchestrator.platforms import active
 from orchestrator.platforms.base import ProfileMode
 from orchestrator.platforms.roles import Platform
-from orchestrator.results.paired import MIN_PAIRS, repeat_plan
 from orchestrator.runs.recipe import load_system
 from orchestrator.runs.runner import check_limits
 from orchestrator.store.layout import lockfiles
+from orchestrator.verdict.defaults import ALPHA, THRESHOLD_PCT
+from orchestrator.verdict.paired import MIN_PAIRS, repeat_plan
 from orchestrator.workflows.budget import (
     Fit,
     budget_seconds,
@@ -60,15 +61,15 @@ class BenchRequest:
     system: str | None = None
     tag: str | None = None
     steps: int | None = None
-    #: Interleaved pairs: a number, "auto" or "auto:MAX" (`results.paired.repeat_plan`).
+    #: Interleaved pairs: a number, "auto" or "auto:MAX" (`verdict.paired.repeat_plan`).
     repeats: int | str = "auto"
     no_llvm_rebuild: bool = False
     no_gmx_rebuild: bool = False
     #: None: the kernel trace where the image's stack has a profiler, else none.
     profile: ProfileMode | None = None
     mdrun_args: list[str] = field(default_factory=list)
-    threshold_pct: float = 2.0
-    alpha: float = 0.05
+    threshold_pct: float = THRESHOLD_PCT
+    alpha: float = ALPHA
     #: Measure even when no kernel changed (the codegen diff finds nothing to measure).
     measure_anyway: bool = False
     #: Print the plan (images built or reused, runs, estimated times); build nothing.

@@ -42,14 +42,16 @@ from orchestrator.engine import BuildFailed, Client
 from orchestrator.images import kernels
 from orchestrator.images.gitsource import display_source, git, is_url, refuse_option
 from orchestrator.images.gromacs import build_gromacs
-from orchestrator.results.compare import Comparison
-from orchestrator.results.history import Bisect, BisectStep, BisectVerdict
-from orchestrator.results.paired import MIN_PAIRS, repeat_plan
-from orchestrator.results.stats import Verdict
+from orchestrator.report import words
 from orchestrator.runs.kernel_recipe import ResolvedKernel
 from orchestrator.runs.recipe import load_system
 from orchestrator.store.database import Database, bisect_steps, bisects
 from orchestrator.store.layout import group_of
+from orchestrator.verdict.compare import Comparison
+from orchestrator.verdict.defaults import ALPHA, THRESHOLD_PCT
+from orchestrator.verdict.history import Bisect, BisectStep, BisectVerdict
+from orchestrator.verdict.model import Direction, Verdict
+from orchestrator.verdict.paired import MIN_PAIRS, repeat_plan
 from orchestrator.workflows.bench import BenchRequest, bench
 from orchestrator.workflows.bench_plan import PlanLine, check_numbers, run_seconds
 from orchestrator.workflows.build import toolchain_for
@@ -67,8 +69,8 @@ class BisectRequest:
     repeats: int | str = 6
     steps: int | None = None
     cpu_only: bool = False
-    threshold_pct: float = 2.0
-    alpha: float = 0.05
+    threshold_pct: float = THRESHOLD_PCT
+    alpha: float = ALPHA
 
 
 @dataclass
@@ -204,7 +206,7 @@ def _search(
     _step(db, record, bad, first, "bad end")
     if first.verdict != "bad" or first.slowdown <= 1:
         return _end(db, record, None, f"{bad[:12]} is not slower than {good[:12]} "
-                    f"({first.measure.note}): nothing to bisect")  # fmt: skip
+                    f"({words.note(first.measure)}): nothing to bisect")  # fmt: skip
     midpoint = math.sqrt(first.slowdown)
     known: dict[str, _Known] = {}
     for end in (_Known(good, "good", None), _Known(bad, "bad", first.comparison)):
@@ -294,7 +296,7 @@ def _measure(
     v = _verdict(cmp, req.metric)
     slowdown = _slowdown(v, 1 + v.delta_pct / 100)  # paired: the geometric mean of ratios
     if midpoint is None:
-        return _Measured("bad" if v.marker == "🐢" else "good", cmp, v, slowdown)
+        return _Measured("bad" if v.direction is Direction.SLOWER else "good", cmp, v, slowdown)
     if v.ci_low is None or v.ci_high is None:
         return _Measured("undecided", cmp, v, slowdown)
     low, high = sorted((_slowdown(v, v.ci_low), _slowdown(v, v.ci_high)))
@@ -331,7 +333,7 @@ def _slowdown(v: Verdict, ratio: float) -> float:
 def _verdict(cmp: Comparison, metric: str | None) -> Verdict:
     """The verdict on the metric bisected: the headline unless another is named."""
     if metric in (None, cmp.headline_name):
-        return cmp.ns_per_day
+        return cmp.headline
     found = cmp.categories.get(metric or "") or cmp.metrics.get(metric or "")
     if found is None:
         known = [cmp.headline_name, *cmp.categories, *cmp.metrics]
@@ -404,7 +406,7 @@ def _step(
             "baseline_group": group_of(cmp.baseline[0]),
             "candidate_group": group_of(cmp.candidate[0]),
             "delta_pct": v.delta_pct, "p_value": v.p_value, "pairs": v.n_candidate,
-            "note": "; ".join(x for x in (note, v.note) if x),
+            "note": "; ".join(x for x in (note, words.note(v)) if x),
         })  # fmt: skip
     record.steps.append(step)
     with db.begin() as conn:

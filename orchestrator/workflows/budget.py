@@ -35,12 +35,12 @@ from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.settings import Settings
 from orchestrator.platforms.base import ProfileMode
 from orchestrator.platforms.roles import Platform
-from orchestrator.results.paired import RepeatPlan
-from orchestrator.results.sequential import AUTO_EARLY
 from orchestrator.runs.kernel_recipe import ResolvedKernel
 from orchestrator.runs.recipe import ResolvedSystem
 from orchestrator.store.records import RunResult
 from orchestrator.store.runstore import RunStore
+from orchestrator.verdict.paired import RepeatPlan
+from orchestrator.verdict.sequential import AUTO_EARLY
 
 #: The fewest pairs a budget leaves: 3 for a marker, rounded up to even (auto's first look).
 LEAST_PAIRS = AUTO_EARLY

@@ -36,14 +36,15 @@ from orchestrator.core.events import Emit, Folded, Step, ignore
 from orchestrator.core.settings import Settings, SlurmResources
 from orchestrator.engine import Client
 from orchestrator.platforms.base import ProfileMode
-from orchestrator.results.compare import Comparison
-from orchestrator.results.judge import compare_groups
 from orchestrator.runs.executors import Job, executor_for
 from orchestrator.runs.recipe import load_system
 from orchestrator.runs.runner import RunRequest
 from orchestrator.store import layout
 from orchestrator.store.records import RunResult
 from orchestrator.store.runstore import RunStore
+from orchestrator.verdict.compare import Comparison
+from orchestrator.verdict.defaults import ALPHA, THRESHOLD_PCT
+from orchestrator.verdict.judge import compare_groups
 
 
 class GpuType(SlurmResources):
@@ -129,7 +130,7 @@ class MatrixOutcome:
 
 def matrix(
     client: Client, settings: Settings, spec: MatrixSpec, tag: str | None = None,
-    emit: Emit = ignore, *, threshold_pct: float = 2.0, alpha: float = 0.05,
+    emit: Emit = ignore, *, threshold_pct: float = THRESHOLD_PCT, alpha: float = ALPHA,
 ) -> MatrixOutcome:  # fmt: skip
     """Dispatch every cell's runs through the configured executor and summarise them."""
     started = datetime.now(UTC)

@@ -13,12 +13,12 @@ from orchestrator.core.settings import Settings
 from orchestrator.engine import Client
 from orchestrator.images.provenance import ImageRecord
 from orchestrator.platforms import get
-from orchestrator.results.paired import RepeatPlan, baseline_first, repeat_plan
 from orchestrator.runs import runner
 from orchestrator.runs.executors import Job, executor_for
 from orchestrator.runs.recipe import load_system
 from orchestrator.store import layout
 from orchestrator.store.records import RunResult
+from orchestrator.verdict.paired import RepeatPlan, baseline_first, repeat_plan
 from orchestrator.workflows.bench_plan import BenchRequest, fitted, run_seconds
 from orchestrator.workflows.budget import LEAST_PAIRS, Spend, budget_seconds, duration
 
@@ -46,7 +46,7 @@ def run_pairs(
     The pairs run in counterbalanced order so a linear drift cancels; `--repeats auto`
     stops once the verdict is settled or the ns/day interval is within ± the threshold
     (`RepeatPlan`), and says why. A pair with a run that shared the machine does not count
-    (`results.busy`): it is measured again, at most the plan's most extra pairs
+    (`verdict.busy`): it is measured again, at most the plan's most extra pairs
     (`RepeatPlan.look_clean`). A budget fits the pairs and steps before the first run and
     cuts the pairs as their measured times spend it (`workflows.budget`).
     """
@@ -137,7 +137,7 @@ def _keep_clean(
     pair: int, runs_of_pair: tuple[RunResult, RunResult], clean: tuple[list[float], list[float]]
 ) -> bool:
     """Add a pair's values to the clean ones; False when a run of it shared the machine
-    (`results.busy`): it measured its neighbours too, so the pair is left out (and
+    (`verdict.busy`): it measured its neighbours too, so the pair is left out (and
     measured again while the plan's budget of extra pairs lasts, `RepeatPlan.more_clean`)."""
     if any(r.noise and r.noise.shared for r in runs_of_pair):
         return False

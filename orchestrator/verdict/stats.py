@@ -21,7 +21,7 @@ a shared machine is 5–13 % of ns/day. The tools here are chosen for that regim
   be too narrow for small n, unlike a percentile bootstrap of the medians (Efron &
   Tibshirani 1993, ch. 13), which this replaced;
 * the minimum detectable change: the smallest change that gets a *marker* (significant and
-  beyond the threshold) with 80 % probability (`results.detectable`). The test's side is
+  beyond the threshold) with 80 % probability (`verdict.detectable`). The test's side is
   normal theory with the size the exact test can actually attain (4 vs 4: 2/70, not 0.05)
   and the standard error s * sqrt(1/n_a + 1/n_b) inflated by sqrt(pi/3), the asymptotic
   efficiency of the U test relative to the t test under normality (Hodges & Lehmann 1956,
@@ -32,7 +32,7 @@ a shared machine is 5–13 % of ns/day. The tools here are chosen for that regim
 `compare_samples` requires *both* p < alpha and a (1 - alpha) ratio interval that excludes
 1; without ties they agree by construction. It is the test for groups that were not run
 in interleaved pairs (`compare` of arbitrary groups); `bench` runs pairs and uses the paired
-test of `orchestrator.results.paired`.
+test of `orchestrator.verdict.paired`.
 """
 
 from __future__ import annotations
@@ -45,17 +45,14 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
-from orchestrator.results.detectable import marker_change, median_sd, threshold_limit
-from orchestrator.results.student import t_ppf
+from orchestrator.verdict.defaults import ALPHA, POWER, THRESHOLD_PCT
+from orchestrator.verdict.detectable import marker_change, median_sd, threshold_limit
+from orchestrator.verdict.model import Verdict, direction_of
+from orchestrator.verdict.student import t_ppf
 
 #: Pooled run counts up to this use the exact distribution; above, the normal approximation.
 EXACT_MAX_N = 40
 
-Marker = Literal["🚀", "🐢", "•"]
-#: Power at which a "no change" states what it could have detected.
-POWER = 0.8
 #: Up to this many pairs `ratio_ci` sorts all differences; beyond, it selects (same result).
 PAIRS_SORTED = 4096
 
@@ -281,7 +278,7 @@ def min_detectable_pct(
     *,
     alpha: float,
     power: float = POWER,
-    threshold_pct: float = 2.0,
+    threshold_pct: float = THRESHOLD_PCT,
 ) -> float | None:
     """The change (%) that gets a marker with `power`, given the spread (see the module
     docstring); None: the sizes cannot reach `alpha`, or no spread was observed."""
@@ -303,75 +300,13 @@ def min_detectable_pct(
     return 100 * math.expm1(shift)
 
 
-def mdc_terms(power: float, alpha: float, threshold_pct: float) -> str:
-    """What "could have detected ±X%" promises, in words."""
-    return f"a marker with {power:.0%} probability: p < {alpha:g} and beyond ±{threshold_pct:g}%"
-
-
-class Verdict(BaseModel):
-    """Candidate (dev) versus baseline for one metric; deltas are candidate minus baseline.
-
-    `delta_pct` is the change the test is about: the ratio of medians (unpaired) or the
-    geometric mean of the pair ratios (paired); `delta_abs` is that change in the metric's
-    unit, at the baseline median. `mdc_pct` is the change the test would have found with
-    probability `power` at `alpha`, given the observed spread (None: no change at all).
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    higher_is_better: bool
-    threshold_pct: float
-    alpha: float
-    paired: bool = False
-    n_baseline: int
-    n_candidate: int
-    baseline_median: float
-    candidate_median: float
-    delta_abs: float
-    delta_pct: float
-    baseline_spread: tuple[float, float]  # (min, max)
-    candidate_spread: tuple[float, float]
-    baseline_iqr: float
-    candidate_iqr: float
-    min_attainable_p: float
-    p_value: float | None  # None when a side has fewer than 2 runs
-    test_method: Literal["exact", "asymptotic", "paired-t"] | None
-    ci_low: float | None  # (1 - alpha) CI of the ratio candidate / baseline
-    ci_high: float | None
-    mdc_pct: float | None = None
-    power: float = POWER
-    testable: bool  # enough runs that p < alpha is attainable at all
-    significant: bool  # p < alpha and the ratio CI excludes 1
-    improved: bool | None  # direction of a significant change, else None
-    marker: Marker  # 🚀/🐢 only when significant and |delta_pct| > threshold_pct
-    note: str
-
-
-def marker_of(significant: bool, better: bool, delta_pct: float, threshold_pct: float) -> Marker:
-    """🚀/🐢 only for a significant change beyond the threshold, else •."""
-    if significant and abs(delta_pct) > threshold_pct:
-        return "🚀" if better else "🐢"
-    return "•"
-
-
-def format_p(p: float) -> str:
-    return "p < 0.001" if p < 0.001 else f"p = {p:#.2g}"
-
-
-def _repeats_needed(alpha: float) -> int:
-    n = 2
-    while min_attainable_p(n, n) >= alpha:
-        n += 1
-    return n
-
-
 def compare_samples(
     baseline: Sequence[float],
     candidate: Sequence[float],
     *,
     higher_is_better: bool,
-    threshold_pct: float = 2.0,
-    alpha: float = 0.05,
+    threshold_pct: float = THRESHOLD_PCT,
+    alpha: float = ALPHA,
     power: float = POWER,
 ) -> Verdict:
     """Compare two independent groups of runs of one metric (ms: higher_is_better=False).
@@ -392,7 +327,6 @@ def compare_samples(
     med_b, med_c = median(base), median(cand)
     delta_pct = 100 * (med_c - med_b) / med_b
     better = delta_pct > 0 if higher_is_better else delta_pct < 0
-    word = "faster" if better else "slower"
     min_p = min_attainable_p(n_b, n_c)
     p: float | None = None
     method: Literal["exact", "asymptotic"] | None = None
@@ -400,38 +334,12 @@ def compare_samples(
     mdc: float | None = None
     significant = False
     testable = n_b >= 2 and n_c >= 2 and min_p < alpha
-    if n_b < 2 or n_c < 2:
-        who = (
-            "run per side" if n_b == n_c == 1 else ("baseline run" if n_b < 2 else "candidate run")
-        )
-        note = f"single {who}: noise unknown, Δ shown for information only"
-    else:
+    if n_b >= 2 and n_c >= 2:
         _, p = mann_whitney_exact(base, cand)
         method = "exact" if n_b + n_c <= EXACT_MAX_N else "asymptotic"
         ci = ratio_ci(base, cand, confidence=1 - alpha)
         mdc = min_detectable_pct(base, cand, alpha=alpha, power=power, threshold_pct=threshold_pct)
-        if not testable or ci is None:
-            note = (
-                f"{n_b} vs {n_c} runs cannot reach p < {alpha:g} with an exact Mann–Whitney"
-                f" test (minimum p = {min_p:#.2g}); run --repeats {_repeats_needed(alpha)}"
-                " or more"
-            )
-        elif p >= alpha or ci[0] <= 1 <= ci[1]:
-            could = (
-                f"could have detected ±{mdc:.1f}% ({mdc_terms(power, alpha, threshold_pct)})"
-                if mdc is not None
-                else "no spread within either group to say what they could have detected"
-            )
-            note = f"change within noise ({format_p(p)}); {n_b} vs {n_c} runs {could}"
-        else:
-            significant = True
-            note = (
-                f"{word} by {abs(delta_pct):.1f}% ({format_p(p)}, {100 * (1 - alpha):g}% CI "
-                f"of ratio {ci[0]:.3f}–{ci[1]:.3f})"
-            )
-            if abs(delta_pct) <= threshold_pct:
-                note += f", within the {threshold_pct:g}% threshold"
-    marker = marker_of(significant, better, delta_pct, threshold_pct)
+        significant = testable and ci is not None and p < alpha and not ci[0] <= 1 <= ci[1]
     return Verdict(
         higher_is_better=higher_is_better,
         threshold_pct=threshold_pct,
@@ -456,6 +364,5 @@ def compare_samples(
         testable=testable,
         significant=significant,
         improved=better if significant else None,
-        marker=marker,
-        note=note,
+        direction=direction_of(significant, better, delta_pct, threshold_pct),
     )

@@ -20,7 +20,7 @@ a busy host, and power), not assumed.
 
 Every verdict carries the minimum detectable change: the smallest change that would have
 got a *marker* with probability `power` (80 %) at the observed spread, i.e. significant at
-`alpha` and beyond the threshold both (`results.detectable`; the textbook
+`alpha` and beyond the threshold both (`verdict.detectable`; the textbook
 (t_{1-alpha/2} + t_{power}) * s / sqrt(n) of Snedecor & Cochran 1989, §6.14 ignores the
 threshold and promised ±1.37 % at CV 1 % with 10 pairs, which got a marker in 6.6 % of
 trials). A "no change" is thus always "no change larger than X %".
@@ -38,7 +38,7 @@ the noise, not that there is none, so the verdict is "no spread observed: untest
 above floating-point rounding of equal ratios, count as zero).
 
 `--repeats auto` (`RepeatPlan`) looks at the pairs every two pairs from 4 and stops once
-the verdict is settled (`results.sequential`: the interval lies within ± the threshold,
+the verdict is settled (`verdict.sequential`: the interval lies within ± the threshold,
 or beyond it at a strict interim level), or from 6 pairs once the (1 - alpha) interval of
 the ratio is within ± the threshold, or at a maximum. The width rule looks only at the
 interval's width, never at its position, so it does not stop on a lucky difference: for
@@ -57,26 +57,18 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from orchestrator.core.errors import UsageError
-from orchestrator.results.detectable import marker_change, median_sd, threshold_limit
-from orchestrator.results.sequential import AUTO_EARLY, Stop, interval, settle
-from orchestrator.results.stats import (
-    Verdict,
-    format_p,
-    iqr,
-    marker_of,
-    mdc_terms,
-    spread,
-    variance,
-)
-from orchestrator.results.student import t_ppf, t_sf2
+from orchestrator.verdict.defaults import ALPHA, POWER, THRESHOLD_PCT
+from orchestrator.verdict.detectable import marker_change, median_sd, threshold_limit
+from orchestrator.verdict.model import Verdict, direction_of
+from orchestrator.verdict.sequential import AUTO_EARLY, Stop, interval, settle
+from orchestrator.verdict.stats import iqr, spread, variance
+from orchestrator.verdict.student import t_ppf, t_sf2
 
 #: `--repeats auto`: the width rule's first look, the most pairs, and pairs added per look.
 #: The width rule's look at 4 pairs stopped on luckily small spreads often enough to raise
 #: the A/A rate to 5.2–5.7 % at CV 5 % (simulated); from 6 pairs on it matches the fixed-n
 #: test. The settled verdict is looked for from `sequential.AUTO_EARLY` (4) pairs on.
 AUTO_FIRST, AUTO_MOST, AUTO_STEP = 6, 10, 2
-#: Power at which the minimum detectable change is stated.
-POWER = 0.8
 #: Fewest pairs for a marker (see the module docstring).
 MIN_PAIRS = 3
 #: A log-ratio spread at or below this is no spread: 1e-9 is a nanosecond in a second, while
@@ -116,8 +108,9 @@ class PairedTest:
 
 
 def paired_t(
-    d: Sequence[float], *, alpha: float = 0.05, power: float = POWER, threshold_pct: float = 2.0
-) -> PairedTest:
+    d: Sequence[float], *, alpha: float = ALPHA, power: float = POWER,
+    threshold_pct: float = THRESHOLD_PCT,
+) -> PairedTest:  # fmt: skip
     """One-sample t test of mean(d) = 0 for n >= 2 log ratios `d`, with its interval and MDC.
 
     No observed spread (sd <= `SPREAD_FLOOR`) gives no p, no interval and no MDC: nothing
@@ -153,8 +146,8 @@ def compare_pairs(
     candidate: Sequence[float],
     *,
     higher_is_better: bool,
-    threshold_pct: float = 2.0,
-    alpha: float = 0.05,
+    threshold_pct: float = THRESHOLD_PCT,
+    alpha: float = ALPHA,
     power: float = POWER,
 ) -> Verdict:
     """Compare interleaved pairs of one metric: baseline[i] and candidate[i] ran together.
@@ -172,39 +165,9 @@ def compare_pairs(
     ratio = math.exp(statistics.fmean(d))
     delta_pct = 100 * (ratio - 1)
     better = delta_pct > 0 if higher_is_better else delta_pct < 0
-    word = "faster" if better else "slower"
-    test: PairedTest | None = None
-    significant = False
-    if n < 2:
-        note = "single pair: noise unknown, Δ shown for information only"
-    else:
-        test = paired_t(d, alpha=alpha, power=power, threshold_pct=threshold_pct)
-        p = test.p_value
-        if p is None:
-            note = (
-                f"the same ratio in all {n} pairs (Δ {delta_pct:+.2f}%): no spread observed, "
-                "so noise cannot be told from a change: untestable"
-            )
-        elif n < MIN_PAIRS:
-            note = (
-                f"{word} by {abs(delta_pct):.1f}% ({format_p(p)}) from {n} pairs: too few for "
-                f"a verdict (a marker needs {MIN_PAIRS} pairs or more), for information only"
-            )
-        elif p < alpha:
-            significant = True
-            note = (
-                f"{word} by {abs(delta_pct):.1f}% ({format_p(p)}, {100 * (1 - alpha):g}% CI of "
-                f"ratio {test.ci_low:.3f}–{test.ci_high:.3f})"
-            )
-            if abs(delta_pct) <= threshold_pct:
-                note += f", within the {threshold_pct:g}% threshold"
-        else:
-            note = (
-                f"no change detected ({format_p(p)}); {n} pairs could have detected "
-                f"±{test.mdc_pct:.1f}% ({mdc_terms(power, alpha, threshold_pct)})"
-            )
+    test = paired_t(d, alpha=alpha, power=power, threshold_pct=threshold_pct) if n >= 2 else None
     testable = test is not None and test.p_value is not None and n >= MIN_PAIRS
-    marker = marker_of(significant, better, delta_pct, threshold_pct)
+    significant = testable and test is not None and (test.p_value or 1.0) < alpha
     return Verdict(
         higher_is_better=higher_is_better,
         threshold_pct=threshold_pct,
@@ -230,8 +193,7 @@ def compare_pairs(
         testable=testable,
         significant=significant,
         improved=better if significant else None,
-        marker=marker,
-        note=note,
+        direction=direction_of(significant, better, delta_pct, threshold_pct),
     )
 
 
@@ -284,7 +246,7 @@ class RepeatPlan:
     first: int
     most: int
     step: int = AUTO_STEP
-    #: From this many pairs on, a settled verdict stops (`results.sequential`); None: never.
+    #: From this many pairs on, a settled verdict stops (`verdict.sequential`); None: never.
     early: int | None = None
     #: The interim looks' level (None: `sequential.interim_alpha`); the simulation's naive
     #: rule sets alpha here to show what the strict level prevents.
@@ -347,7 +309,7 @@ class RepeatPlan:
     ) -> Look:  # fmt: skip
         """`look`, when the values are the clean pairs only and `ran` pairs ran in all.
 
-        A pair with a run that shared the machine (`results.busy`) does not count: it is
+        A pair with a run that shared the machine (`verdict.busy`) does not count: it is
         measured again, up to `most` such extra pairs, so `bench` runs at most 2 * `most`
         pairs however busy the host is; past the budget the comparison says how many
         clean pairs there are, or that the host was too busy to judge.

@@ -5,7 +5,7 @@ build's name) on one system; its value is the median of its runs, its spread the
 Points are ordered by the commit's date in `ORCH_LLVM_SOURCE` when it is a local checkout
 (the order a bisect sees), else by their first run. *Change points* are found over the
 whole history at once by E-divisive means with a permutation test on every run
-(`results.changepoints`): with no change anywhere, a history of any length shows one
+(`verdict.changepoints`): with no change anywhere, a history of any length shows one
 with probability at most `alpha`, which testing each step against the one before (with
 or without a correction) never promised. A change point is kept when its segment's runs
 differ from the previous segment's by more than the marker threshold, and carries that
@@ -26,8 +26,6 @@ from sqlalchemy import select
 from orchestrator.core.errors import UsageError
 from orchestrator.core.idents import is_commit_id
 from orchestrator.parsers.categories import CATEGORIES
-from orchestrator.results.changepoints import change_points
-from orchestrator.results.stats import Verdict, compare_samples
 from orchestrator.store.database import (
     Database,
     bisect_steps,
@@ -37,6 +35,10 @@ from orchestrator.store.database import (
     metrics,
     runs,
 )  # fmt: skip
+from orchestrator.verdict.changepoints import change_points
+from orchestrator.verdict.defaults import ALPHA, THRESHOLD_PCT
+from orchestrator.verdict.model import Verdict
+from orchestrator.verdict.stats import compare_samples
 
 #: The headline of GROMACS runs; a category name or a kernel recipe's metric otherwise.
 NS_PER_DAY = "ns/day"
@@ -109,8 +111,8 @@ def load_series(
     kernel: str | None = None,
     last: int | None = None,
     llvm_source: str | None = None,
-    threshold_pct: float = 2.0,
-    alpha: float = 0.05,
+    threshold_pct: float = THRESHOLD_PCT,
+    alpha: float = ALPHA,
 ) -> Series:
     """`metric` (ns/day, a category, a kernel recipe's metric; default the headline) or one
     kernel's time, over every finished run of `system`."""
@@ -222,8 +224,8 @@ def build_series(
     *,
     llvm_source: str | None = None,
     last: int | None = None,
-    threshold_pct: float = 2.0,
-    alpha: float = 0.05,
+    threshold_pct: float = THRESHOLD_PCT,
+    alpha: float = ALPHA,
 ) -> Series:
     """Group samples into points, order them, keep the `last` N, flag the change points."""
     groups: dict[str, list[Sample]] = {}

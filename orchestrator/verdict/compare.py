@@ -3,29 +3,30 @@
 Refuses pairs that measure different things (system, steps, mdrun options), flags
 per-kernel comparisons whose PME tuning ended on different grids, and never reports a
 run whose energies disagree with its baseline as a speed-up. Groups that one `bench` ran
-in interleaved pairs are compared pair by pair (`results.paired`); any other groups as
-independent samples (`results.stats`). With a kernel trace, the top kernels get their own
+in interleaved pairs are compared pair by pair (`verdict.paired`); any other groups as
+independent samples (`verdict.stats`). With a kernel trace, the top kernels get their own
 verdicts from each run's median call duration (the run, not the call, is the unit of
 replication). Runs that shared the machine (`runs.hostinfo.HostNoise`) are named and
-left out of the verdict; with too few clean ones there is none (`results.busy`).
+left out of the verdict; with too few clean ones there is none (`verdict.busy`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, BaseModel, Field
 
 from orchestrator.codegen.diff import CodegenDiff
 from orchestrator.core.errors import UsageError
 from orchestrator.parsers.categories import CATEGORIES
-from orchestrator.results.busy import screen, too_busy
-from orchestrator.results.controlled import Controlled, controlled_for
-from orchestrator.results.counter_compare import CounterComparison
-from orchestrator.results.stats import Verdict
-from orchestrator.results.verdicts import adjust_for_many_categories, verdict
 from orchestrator.store.records import RunResult
 from orchestrator.store.runstore import Run
+from orchestrator.verdict.busy import no_verdict, screen
+from orchestrator.verdict.controlled import Controlled, controlled_for
+from orchestrator.verdict.counter_compare import CounterComparison
+from orchestrator.verdict.defaults import ALPHA, THRESHOLD_PCT
+from orchestrator.verdict.model import Direction, TooBusy, Verdict
+from orchestrator.verdict.verdicts import adjust_for_many_categories, verdict
 
 #: Relative difference of average potential energy beyond which a run is suspect.
 ENERGY_TOLERANCE = 0.01
@@ -36,6 +37,9 @@ TOP_KERNELS = 8
 
 
 class Comparison(BaseModel):
+    """Two groups of runs judged: the headline, each category, kernel and metric, and what
+    kept them from a verdict; `report.words` says it in words."""
+
     baseline: list[str]
     candidate: list[str]
     system: str
@@ -44,8 +48,9 @@ class Comparison(BaseModel):
     #: 1a2b3c4d`, `HEAD 1a2b3c4d`, `stable`); None: two groups compared as given.
     base: str | None = None
     #: The headline verdict: ns/day for mdrun; a kernel recipe's headline metric, named
-    #: by `headline_name` (its unit follows the name in the report).
-    ns_per_day: Verdict
+    #: by `headline_name` (its unit follows the name in the report). Records from before
+    #: the name said what it holds call it `ns_per_day`.
+    headline: Verdict = Field(validation_alias=AliasChoices("headline", "ns_per_day"))
     categories: dict[str, Verdict]
     #: Per-kernel verdicts from the runs' median call durations (µs), when both sides traced.
     kernels: dict[str, Verdict] = Field(default_factory=dict)
@@ -56,8 +61,8 @@ class Comparison(BaseModel):
     noise: list[str] = Field(default_factory=list)
     #: Pairs (unpaired: runs) left out of the verdict because a run shared the machine.
     left_out: list[str] = Field(default_factory=list)
-    #: Why there is no verdict at all: too few clean pairs (`results.busy`); None: judged.
-    too_busy: str | None = None
+    #: Why there is no verdict at all: too few clean pairs (`verdict.busy`); None: judged.
+    too_busy: TooBusy | None = None
     runs: int = 0
     comparable: bool = True
     comparable_note: str | None = None
@@ -82,55 +87,8 @@ class Comparison(BaseModel):
     #: rocprof-compute's counters of the top kernels side by side, when both sides have them.
     counters: CounterComparison | None = None
     #: Each changed kernel (CPU: category) judged raw and against the unchanged kernels
-    #: measured in the same runs (`results.controlled`); keyed like `kernels` (`categories`).
+    #: measured in the same runs (`verdict.controlled`); keyed like `kernels` (`categories`).
     controlled: dict[str, Controlled] = Field(default_factory=dict)
-
-    @property
-    def headline(self) -> str:
-        v = self.ns_per_day
-        sign = "+" if v.delta_abs >= 0 else ""
-        where = self.system + (f" vs {self.base}" if self.base else "")
-        if self.headline_name == "ns/day":
-            text = (
-                f"{self.label} on {where}: {v.candidate_median:.1f} ns/day "
-                f"(baseline {v.baseline_median:.1f}, Δ {sign}{v.delta_abs:.3f}, "
-                f"{sign}{v.delta_pct:.2f}%)"
-            )
-        else:
-            text = (
-                f"{self.label} on {where}: {self.headline_name} "
-                f"{v.candidate_median:.4g} {self.headline_unit} (baseline "
-                f"{v.baseline_median:.4g}, Δ {sign}{v.delta_abs:.4g}, {sign}{v.delta_pct:.2f}%)"
-            )
-        return ("⚠ SUSPECT " if self.suspect else "") + text
-
-    @property
-    def stats_line(self) -> str:
-        v = self.ns_per_day
-        if self.paired:
-            design = f"{v.n_candidate} interleaved pairs, paired t on log ratios"
-        else:
-            design = f"{v.n_candidate} vs {v.n_baseline} runs, medians, Mann–Whitney"
-        return f"statistics: {design}; {self.headline_name} {v.note}"
-
-    @property
-    def noise_headline(self) -> str | None:
-        """One sentence on runs that shared the machine, or None when none did."""
-        if not self.noise:
-            return None
-        if self.too_busy:
-            done = "no verdict: " + self.too_busy
-        elif self.left_out:
-            done = f"left out of the verdict ({len(self.left_out)} " + (
-                "pairs)" if self.paired else "runs)"
-            )
-        else:
-            done = "not to be trusted"
-        return (
-            f"{len(self.noise)} of {self.runs} runs shared the machine, {done}; a run that "
-            "competes for cores, caches and memory bandwidth measures its neighbours as much "
-            "as the build"
-        )
 
 
 def _options(result: RunResult) -> list[str]:
@@ -202,8 +160,8 @@ def compare_runs(
     base: list[Run],
     cand: list[Run],
     *,
-    threshold_pct: float = 2.0,
-    alpha: float = 0.05,
+    threshold_pct: float = THRESHOLD_PCT,
+    alpha: float = ALPHA,
     paired: bool | None = None,
     codegen: CodegenDiff | None = None,
 ) -> Comparison:
@@ -239,7 +197,7 @@ def compare_runs(
         candidate=[r.path.name for r in cand],
         system=cand[0].result.system,
         label=_label(cand[0].result),
-        ns_per_day=ns,
+        headline=ns,
         categories=categories,
         kernels=kernel_verdicts(
             base, cand, paired=paired, threshold_pct=threshold_pct, alpha=alpha
@@ -270,15 +228,15 @@ def compare_runs(
     return cmp
 
 
-def silence(cmp: Comparison, why: str) -> None:
-    """No marker anywhere in a comparison the host was too busy to judge (`results.busy`)."""
-    cmp.ns_per_day = too_busy(cmp.ns_per_day, why)
+def silence(cmp: Comparison, why: TooBusy) -> None:
+    """No marker anywhere in a comparison the host was too busy to judge (`verdict.busy`)."""
+    cmp.headline = no_verdict(cmp.headline, why)
     for field in ("categories", "kernels", "metrics"):
-        setattr(cmp, field, {k: too_busy(v, why) for k, v in getattr(cmp, field).items()})
+        setattr(cmp, field, {k: no_verdict(v, why) for k, v in getattr(cmp, field).items()})
     cmp.controlled = {
         k: c.model_copy(update={
-            "raw": too_busy(c.raw, why),
-            "controlled": None if c.controlled is None else too_busy(c.controlled, why),
+            "raw": no_verdict(c.raw, why),
+            "controlled": None if c.controlled is None else no_verdict(c.controlled, why),
         })
         for k, c in cmp.controlled.items()
     }  # fmt: skip
@@ -359,13 +317,14 @@ def _check_energy(cmp: Comparison, base: list[Run], cand: list[Run]) -> None:
             f"({rel:.1%} apart, tolerance {ENERGY_TOLERANCE:.0%}): the build may compute "
             "something else; its speed is not reported as a speed-up"
         )
-        cmp.ns_per_day = _never_faster(cmp.ns_per_day)
+        cmp.headline = _never_faster(cmp.headline)
         cmp.categories = {k: _never_faster(v) for k, v in cmp.categories.items()}
         cmp.kernels = {k: _never_faster(v) for k, v in cmp.kernels.items()}
 
 
 def _never_faster(verdict: Verdict) -> Verdict:
-    return verdict.model_copy(update={"marker": "⚠"}) if verdict.marker == "🚀" else verdict
+    """A speed-up of runs whose energies disagree is suspect (the report shows ⚠)."""
+    return verdict.replaced(suspect=True) if verdict.direction is Direction.FASTER else verdict
 
 
 def _label(result: RunResult) -> str:

@@ -10,11 +10,12 @@ from orchestrator.codegen.table import summary_lines
 from orchestrator.codegen.targets import targets_line, verdict_note
 from orchestrator.parsers.kernelbench import parse_bytes
 from orchestrator.parsers.rocprof_sys import SystemTrace
-from orchestrator.results.compare import Comparison
-from orchestrator.results.counter_compare import render_comparison
-from orchestrator.results.history import Bisect, Series
-from orchestrator.results.stats import Verdict
+from orchestrator.report import words
 from orchestrator.store.records import RunResult
+from orchestrator.verdict.compare import Comparison
+from orchestrator.verdict.counter_compare import render_comparison
+from orchestrator.verdict.history import Bisect, Series
+from orchestrator.verdict.model import Direction, Verdict
 
 Format = Literal["simple", "markdown"]
 HEADERS = ["", "baseline", "this", "Δ%", "CI of Δ", "detectable", "p", "baseline range",
@@ -35,11 +36,12 @@ def _ci(v: Verdict) -> str:
     return f"{100 * (v.ci_low - 1):+.1f}…{100 * (v.ci_high - 1):+.1f}%"
 
 
-def _row(label: str, v: Verdict) -> list[str]:
+def row(label: str, v: Verdict, *, marked: bool = True) -> list[str]:
+    """A verdict's cells under HEADERS; `marked`: the label starts with its marker."""
     p = "n/a" if v.p_value is None else f"{v.p_value:.3g}" + ("" if v.testable else " (untestable)")
     detectable = "none" if v.p_value is not None and not v.testable else "n/a"
     return [
-        f"{v.marker} {label}",
+        f"{words.marker(v)} {label}" if marked else label,
         f"{v.baseline_median:.2f}",
         f"{v.candidate_median:.2f}",
         f"{v.delta_pct:+.2f}%",
@@ -134,15 +136,20 @@ def kernel_run_text(result: RunResult) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def verdict_rows(cmp: Comparison) -> list[list[str]]:
-    """The table under HEADERS: headline, categories, metrics (text and HTML reports alike)."""
+def verdicts(cmp: Comparison) -> list[tuple[str, Verdict]]:
+    """The verdict table's labels and verdicts: headline, categories, metrics (text and
+    HTML reports alike)."""
     headline = cmp.headline_name
     if headline != cmp.headline_unit:
         headline += f" ({cmp.headline_unit})"
-    rows = [_row(headline, cmp.ns_per_day)]
-    rows += [_row(_category(cmp, name), v) for name, v in cmp.categories.items()]
-    rows += [_row(name, v) for name, v in cmp.metrics.items()]
-    return rows
+    found = [(headline, cmp.headline)]
+    found += [(_category(cmp, name), v) for name, v in cmp.categories.items()]
+    return found + list(cmp.metrics.items())
+
+
+def verdict_rows(cmp: Comparison) -> list[list[str]]:
+    """The table under HEADERS: headline, categories, metrics."""
+    return [row(label, v) for label, v in verdicts(cmp)]
 
 
 CONTROLLED_HEADERS = ["changed", "raw Δ%", "raw CI", "raw p", "controlled Δ%",
@@ -159,8 +166,8 @@ def controlled_rows(cmp: Comparison) -> list[list[str]]:
     for name, c in cmp.controlled.items():
         raw, ctl = c.raw, c.controlled
         rows.append([
-            _short(name), f"{raw.marker} {raw.delta_pct:+.2f}%", _ci(raw), _p(raw),
-            f"{ctl.marker} {ctl.delta_pct:+.2f}%" if ctl else "no control",
+            _short(name), f"{words.marker(raw)} {raw.delta_pct:+.2f}%", _ci(raw), _p(raw),
+            f"{words.marker(ctl)} {ctl.delta_pct:+.2f}%" if ctl else "no control",
             _ci(ctl) if ctl else "", _p(ctl) if ctl else "",
         ])  # fmt: skip
     return rows
@@ -180,18 +187,24 @@ def controlled_lines(cmp: Comparison, style: str) -> list[str]:
     ]
 
 
+def kernel_verdicts(cmp: Comparison) -> list[tuple[str, Verdict]]:
+    """The kernel table's labels (names cut to KERNEL_NAME) and verdicts."""
+    return [(f"{_short(name)} (µs)", v) for name, v in cmp.kernels.items()]
+
+
 def kernel_rows(cmp: Comparison) -> list[list[str]]:
-    """The kernel table under HEADERS, names cut to KERNEL_NAME."""
-    return [_row(f"{_short(name)} (µs)", v) for name, v in cmp.kernels.items()]
+    """The kernel table under HEADERS."""
+    return [row(label, v) for label, v in kernel_verdicts(cmp)]
 
 
 def render(cmp: Comparison, fmt: Format = "simple") -> str:
     """The full report: headline, statistics, category table, kernel table and every caveat."""
     style = "github" if fmt == "markdown" else "simple"
     rows = verdict_rows(cmp)
-    lines = [cmp.headline, cmp.stats_line]
-    if cmp.noise_headline:
-        lines.append("⚠ " + cmp.noise_headline + ":")
+    lines = [words.headline_text(cmp), words.stats_line(cmp)]
+    noise = words.noise_headline(cmp)
+    if noise:
+        lines.append("⚠ " + noise + ":")
         lines += [f"  {line}" for line in cmp.noise[:NOISE_LINES]]
         if len(cmp.noise) > NOISE_LINES:
             lines.append(f"  … and {len(cmp.noise) - NOISE_LINES} more")
@@ -209,7 +222,7 @@ def render(cmp: Comparison, fmt: Format = "simple") -> str:
         lines.append("⚠ " + cmp.comparable_note)
     if cmp.suspect and cmp.suspect_note:
         lines.append("⚠ " + cmp.suspect_note)
-    untestable = {v.note for v in [*cmp.categories.values(), *cmp.metrics.values()]
+    untestable = {words.note(v) for v in [*cmp.categories.values(), *cmp.metrics.values()]
                   if not v.testable}  # fmt: skip
     lines += [f"note: {note}" for note in sorted(untestable)]
     if cmp.unpaired:
@@ -223,24 +236,24 @@ def render(cmp: Comparison, fmt: Format = "simple") -> str:
 
 def webhook_text(cmp: Comparison) -> str:
     """Discord-sized: headline plus the per-category lines of the field report's format."""
-    lines = [cmp.headline]
+    lines = [words.headline_text(cmp)]
     for name, v in cmp.categories.items():
         change = f"{v.delta_pct:+.2f}% vs {v.baseline_median:.2f}"
-        lines.append(f"{v.marker} {name}: {v.candidate_median:.2f} ms ({change})")
-    moved = [f"{v.marker} {_short(k)} {v.delta_pct:+.1f}%" for k, v in cmp.kernels.items()
-             if v.marker != "•"]  # fmt: skip
+        lines.append(f"{words.marker(v)} {name}: {v.candidate_median:.2f} ms ({change})")
+    moved = [f"{words.marker(v)} {_short(k)} {v.delta_pct:+.1f}%" for k, v in cmp.kernels.items()
+             if v.direction is not Direction.NONE]  # fmt: skip
     if moved:
         more = f"; and {len(moved) - 3} more" if len(moved) > 3 else ""
         lines.append("kernels: " + "; ".join(moved[:3]) + more)
-    lines += [f"{v.marker} {name}: {v.candidate_median:.4g} ({v.delta_pct:+.2f}%)"
-              for name, v in cmp.metrics.items() if v.marker != "•"]  # fmt: skip
+    lines += [f"{words.marker(v)} {name}: {v.candidate_median:.4g} ({v.delta_pct:+.2f}%)"
+              for name, v in cmp.metrics.items() if v.direction is not Direction.NONE]  # fmt: skip
     lines += cmp.findings[-1:]
-    lines.append(cmp.stats_line)
+    lines.append(words.stats_line(cmp))
     for note in (cmp.comparable_note, cmp.suspect_note):
         if note:
             lines.append("⚠ " + note)
     if cmp.too_busy:
-        lines.append(f"⚠ no verdict: {cmp.too_busy}")
+        lines.append(f"⚠ no verdict: {words.too_busy(cmp.too_busy)}")
     elif cmp.left_out:
         lines.append(f"⚠ {len(cmp.noise)} of {cmp.runs} runs shared the machine: left out")
     elif cmp.noise:
@@ -259,7 +272,7 @@ def history_text(series: Series, fmt: Format = "simple") -> str:
     for point in series.points:
         change = point.change
         rows.append([
-            f"{change.marker if change and point.flagged else '•'} {point.key}",
+            f"{words.marker(change) if change and point.flagged else '•'} {point.key}",
             (point.commit_date or point.first_run)[:19],
             point.runs,
             f"{point.median:.4g}",
@@ -270,7 +283,9 @@ def history_text(series: Series, fmt: Format = "simple") -> str:
         ])  # fmt: skip
     headers = ["build", "date", "runs", "median", "range", "Δ% vs previous", "p", "host"]
     table = tabulate(rows, headers=headers, tablefmt="github" if fmt == "markdown" else "simple")
-    found = [f"change point at {p.key}: {p.change.note}" for p in series.change_points if p.change]
+    found = [
+        f"change point at {p.key}: {words.note(p.change)}" for p in series.change_points if p.change
+    ]
     return "\n".join([title, "", table, "", *(found or ["no change points"])]) + "\n"
 
 

@@ -38,9 +38,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.codegen.diff import CodegenDiff, short_name
 from orchestrator.parsers.categories import CATEGORIES, base_name, strip_kernel_suffix
-from orchestrator.results.stats import Verdict
-from orchestrator.results.verdicts import adjust_for_many_categories, verdict
 from orchestrator.store.runstore import Run
+from orchestrator.verdict.defaults import ALPHA, THRESHOLD_PCT
+from orchestrator.verdict.model import Among, Direction, Verdict
+from orchestrator.verdict.verdicts import adjust_for_many_categories, verdict
 
 Status = Literal["changed", "unchanged", "unknown"]
 #: CPU categories never used as a control (see the module's docstring).
@@ -170,8 +171,8 @@ def judge(
     weights: Mapping[str, float],
     *,
     paired: bool,
-    threshold_pct: float = 2.0,
-    alpha: float = 0.05,
+    threshold_pct: float = THRESHOLD_PCT,
+    alpha: float = ALPHA,
     unit: Literal["kernel", "category"] = "kernel",
 ) -> dict[str, Controlled]:
     """Raw and controlled verdicts of each changed name (time: lower is better).
@@ -191,7 +192,7 @@ def judge(
          and weights.get(n, 0) > 0),
         key=lambda n: (-weights[n], n),
     )  # fmt: skip
-    what = f"changed {_plural(unit, len(measured))}"
+    what = _changed(unit, len(measured))
     raw = adjust_for_many_categories({n: test(base[n], cand[n]) for n in measured}, alpha, what)
     if not controls:
         none = f"no unchanged {unit} measured in every run: raw only"
@@ -216,6 +217,13 @@ def judge(
                       controls=controls, control_ratio=ratio)
         for n in measured
     }  # fmt: skip
+
+
+def _changed(unit: Literal["kernel", "category"], n: int) -> Among:
+    """The changed names that the correction for their number counts."""
+    if unit == "kernel":
+        return "changed kernel" if n == 1 else "changed kernels"
+    return "changed category" if n == 1 else "changed categories"
 
 
 def _plural(unit: str, n: int) -> str:
@@ -257,8 +265,8 @@ def controlled_for(
     paired: bool,
     cpu_only: bool = False,
     suspect: bool = False,
-    threshold_pct: float = 2.0,
-    alpha: float = 0.05,
+    threshold_pct: float = THRESHOLD_PCT,
+    alpha: float = ALPHA,
 ) -> dict[str, Controlled]:
     """The controlled verdicts of a comparison's runs (pairs in order when `paired`).
 
@@ -297,8 +305,8 @@ def controlled_for(
 
 def _never_faster(entry: Controlled) -> Controlled:
     def safe(v: Verdict | None) -> Verdict | None:
-        if v is None or v.marker != "🚀":
+        if v is None or v.direction is not Direction.FASTER:
             return v
-        return v.model_copy(update={"marker": "⚠"})
+        return v.replaced(suspect=True)
 
     return entry.model_copy(update={"raw": safe(entry.raw), "controlled": safe(entry.controlled)})

@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from orchestrator.results.paired import MIN_PAIRS
-from orchestrator.results.stats import Verdict
 from orchestrator.store.runstore import Run
+from orchestrator.verdict.model import Direction, TooBusy, Verdict
+from orchestrator.verdict.paired import MIN_PAIRS
 
 #: Clean pairs (paired) or clean runs on each side (unpaired) a verdict needs.
 MIN_CLEAN = MIN_PAIRS
@@ -37,7 +37,7 @@ class Screen:
     kept: list[int]
     left_out: list[int]
     #: None: a verdict on `kept`; else why there is none (the host was too busy).
-    too_busy: str | None = None
+    too_busy: TooBusy | None = None
 
 
 def screen_pairs(flags: Sequence[bool]) -> Screen:
@@ -46,12 +46,10 @@ def screen_pairs(flags: Sequence[bool]) -> Screen:
     left = [i for i, f in enumerate(flags) if f]
     why = None
     if left and len(kept) < MIN_CLEAN:
-        why = (
-            f"the host was too busy to judge: {len(left)} of {len(flags)} pairs had a run "
-            f"that shared the machine and were left out, {len(kept)} clean "
-            f"{'pair remains' if len(kept) == 1 else 'pairs remain'}, and a verdict needs "
-            f"{MIN_CLEAN}. Run again on a quiet machine (or with more --repeats)"
-        )
+        why = TooBusy(
+            paired=True, left_out=len(left), total=len(flags), clean_baseline=len(kept),
+            clean_candidate=len(kept), needed=MIN_CLEAN,
+        )  # fmt: skip
     return Screen(kept, left, why)
 
 
@@ -63,33 +61,19 @@ def screen_runs(base_flags: Sequence[bool], cand_flags: Sequence[bool]) -> tuple
     ]
     left = sum(len(s.left_out) for s in sides)
     if left and min(len(s.kept) for s in sides) < MIN_CLEAN:
-        total = len(base_flags) + len(cand_flags)
-        why = (
-            f"the host was too busy to judge: {left} of {total} runs shared the machine and "
-            f"were left out, leaving {len(sides[0].kept)} baseline and {len(sides[1].kept)} "
-            f"candidate runs, and a verdict needs {MIN_CLEAN} on each side. Run again on a "
-            "quiet machine"
-        )
+        why = TooBusy(paired=False, left_out=left, total=len(base_flags) + len(cand_flags),
+                      clean_baseline=len(sides[0].kept), clean_candidate=len(sides[1].kept),
+                      needed=MIN_CLEAN)  # fmt: skip
         sides = [Screen(s.kept, s.left_out, why) for s in sides]
     return sides[0], sides[1]
 
 
-def too_busy(verdict: Verdict, why: str) -> Verdict:
+def no_verdict(verdict: Verdict, why: TooBusy) -> Verdict:
     """The verdict on all the runs, shown for information: no test, no marker, and why."""
-    return verdict.model_copy(
-        update={
-            "significant": False,
-            "improved": None,
-            "marker": "•",
-            "testable": False,
-            "p_value": None,
-            "test_method": None,
-            "ci_low": None,
-            "ci_high": None,
-            "mdc_pct": None,
-            "note": f"{why}; Δ shown for information only",
-        }
-    )
+    return verdict.replaced(
+        significant=False, improved=None, direction=Direction.NONE, testable=False,
+        p_value=None, test_method=None, ci_low=None, ci_high=None, mdc_pct=None, too_busy=why,
+    )  # fmt: skip
 
 
 def shared(run: Run) -> bool:
@@ -104,7 +88,7 @@ class RunScreen:
     base: list[Run]
     cand: list[Run]
     left_out: list[str] = field(default_factory=list)
-    too_busy: str | None = None
+    too_busy: TooBusy | None = None
 
 
 def screen(base: list[Run], cand: list[Run], *, paired: bool) -> RunScreen:

@@ -42,8 +42,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from orchestrator.results.stats import variance
-from orchestrator.results.student import t_ppf
+from orchestrator.verdict.stats import variance
+from orchestrator.verdict.student import t_ppf
 
 #: The first look of `--repeats auto`: 3 pairs (the fewest for a marker) rounded up to even.
 AUTO_EARLY = 4

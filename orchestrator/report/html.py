@@ -18,18 +18,20 @@ from plotly.offline import get_plotlyjs
 from orchestrator.codegen.html import CSS as CODEGEN_CSS
 from orchestrator.codegen.html import SCRIPT as CODEGEN_SCRIPT
 from orchestrator.codegen.html import BenchCodegen, section
-from orchestrator.results.compare import Comparison
-from orchestrator.results.history import Bisect, Point, Series
-from orchestrator.results.report import (
+from orchestrator.report import words
+from orchestrator.report.text import (
     BISECT_HEADERS,
     HEADERS,
     bisect_rows,
     codegen_lines,
-    kernel_rows,
-    verdict_rows,
+    kernel_verdicts,
+    row,
+    verdicts,
 )
-from orchestrator.results.stats import Verdict
 from orchestrator.store.layout import group_of
+from orchestrator.verdict.compare import Comparison
+from orchestrator.verdict.history import Bisect, Point, Series
+from orchestrator.verdict.model import Direction, Verdict
 
 #: Each chart's height in pixels; the width follows the window (`responsive`).
 CHART_HEIGHT = 420
@@ -40,7 +42,7 @@ CONFIG = {"displaylogo": False, "responsive": True}
 PLOTLY_CONFIG = "<script>window.PlotlyConfig = {MathJaxConfig: 'local'};</script>"
 EMPTY = "no finished runs in the database yet"
 #: The text report's markers as words: emoji fonts are missing on many CI hosts and servers.
-MARKS = {"🚀": ("better", "▲ better"), "🐢": ("worse", "▼ worse")}
+MARKS = {Direction.FASTER: ("better", "▲ better"), Direction.SLOWER: ("worse", "▼ worse")}
 
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.5em 2em;
@@ -209,23 +211,35 @@ def _hover(series: Series, point: Point) -> str:
 
 def _change(v: Verdict) -> str:
     """The step from the previous point; the note carries p and the interval."""
-    return f"vs previous: {v.delta_pct:+.2f}%: {escape(v.note)}"
+    return f"vs previous: {v.delta_pct:+.2f}%: {escape(words.note(v))}"
 
 
 def _table(
     headers: Sequence[str], rows: Sequence[Sequence[object]], *, bad_commit: str = "",
-    table_id: str = "", marked: bool = False,
+    table_id: str = "",
 ) -> str:  # fmt: skip
-    """A plain escaped table; a row whose second cell is `bad_commit` is highlighted;
-    `marked`: the first cells start with a verdict marker, shown as a word."""
+    """A plain escaped table; a row whose second cell is `bad_commit` is highlighted."""
+    return _rows_table(headers, [(_cell(r[0]), r) for r in rows], bad_commit, table_id)
+
+
+def _verdict_table(found: Sequence[tuple[str, Verdict]], table_id: str) -> str:
+    """The verdicts under HEADERS, each label led by its marker shown as a word."""
+    rows = [(_marked(label, v), row(label, v, marked=False)) for label, v in found]
+    return _rows_table(HEADERS, rows, "", table_id)
+
+
+def _rows_table(
+    headers: Sequence[str], rows: Sequence[tuple[str, Sequence[object]]], bad_commit: str,
+    table_id: str,
+) -> str:  # fmt: skip
+    """Rows as their first cell (made already) and the rest of their cells."""
     ident = f' id="{escape(table_id)}"' if table_id else ""
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
     lines = [f"<table{ident}>", f"<thead><tr>{head}</tr></thead>", "<tbody>"]
-    for row in rows:
-        first = _marked(str(row[0])) if marked else _cell(row[0])
-        cells = first + "".join(_cell(c) for c in row[1:])
-        bad = bool(bad_commit) and len(row) > 1 and str(row[1]) == bad_commit
-        lines.append(f'<tr class="first-bad">{cells}</tr>' if bad else f"<tr>{cells}</tr>")
+    for first, cells in rows:
+        tds = first + "".join(_cell(c) for c in cells[1:])
+        bad = bool(bad_commit) and len(cells) > 1 and str(cells[1]) == bad_commit
+        lines.append(f'<tr class="first-bad">{tds}</tr>' if bad else f"<tr>{tds}</tr>")
     lines += ["</tbody>", "</table>"]
     return "\n".join(lines)
 
@@ -235,13 +249,15 @@ def _cell(cell: object) -> str:
     return f"<td{css}>{escape(str(cell))}</td>"
 
 
-def _marked(label: str) -> str:
-    """`🐢 nbnxm (ms)` as a red "▼ worse" and the name; `•` (no verdict) as the name alone."""
-    marker, _, name = label.partition(" ")
-    if marker in MARKS:
-        css, word = MARKS[marker]
-        return f'<td><span class="mark {css}">{word}</span>{escape(name)}</td>'
-    return f"<td>{escape(name if marker == '•' else label)}</td>"
+def _marked(label: str, v: Verdict) -> str:
+    """A slowdown as a red "▼ worse" and the label; no marker as the label alone; a
+    suspect speed-up as the text report shows it (⚠ and the label)."""
+    if v.direction is Direction.NONE:
+        return f"<td>{escape(label)}</td>"
+    if v.claimed is Direction.NONE:
+        return f"<td>{escape(f'{words.marker(v)} {label}')}</td>"
+    css, word = MARKS[v.direction]
+    return f'<td><span class="mark {css}">{word}</span>{escape(label)}</td>'
 
 
 def _numeric(cell: object) -> bool:
@@ -254,16 +270,17 @@ def _verdict(cmp: Comparison) -> str:
     """The headline, the verdict table and every caveat, as `compare` prints them."""
     parts = [
         "<h2>Latest verdict</h2>",
-        f'<p class="outcome" id="verdict-headline">{escape(cmp.headline)}</p>',
-        f'<p class="note">{escape(cmp.stats_line)}</p>',
-        _table(HEADERS, verdict_rows(cmp), table_id="verdict", marked=True),
+        f'<p class="outcome" id="verdict-headline">{escape(words.headline_text(cmp))}</p>',
+        f'<p class="note">{escape(words.stats_line(cmp))}</p>',
+        _verdict_table(verdicts(cmp), "verdict"),
     ]
     if cmp.kernels:
         parts.append(f"<h3>top {len(cmp.kernels)} kernels, median call duration in each run</h3>")
-        parts.append(_table(HEADERS, kernel_rows(cmp), table_id="verdict-kernels", marked=True))
+        parts.append(_verdict_table(kernel_verdicts(cmp), "verdict-kernels"))
     notes = [*codegen_lines(cmp), *cmp.findings, *([cmp.ceiling] if cmp.ceiling else [])]
-    if cmp.noise_headline:
-        notes.append("⚠ " + cmp.noise_headline)
+    noise = words.noise_headline(cmp)
+    if noise:
+        notes.append("⚠ " + noise)
     notes += ["⚠ " + n for n in (cmp.comparable_note, cmp.suspect_note) if n]
     notes += [f"{side}: {_groups(runs)}" for side, runs in (("baseline", cmp.baseline),
                                                             ("this", cmp.candidate))]  # fmt: skip

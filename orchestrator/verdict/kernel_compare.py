@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from orchestrator.core.errors import UsageError
 from orchestrator.parsers.kernelbench import optimum_shift, parse_bytes
-from orchestrator.results.busy import screen
-from orchestrator.results.compare import Comparison, bench_pairs, noise_lines, silence
-from orchestrator.results.stats import Verdict
-from orchestrator.results.verdicts import adjust_for_many_categories, verdict
 from orchestrator.store.layout import TUNE_CACHE_FILE
 from orchestrator.store.runstore import Run
+from orchestrator.verdict.busy import screen
+from orchestrator.verdict.compare import Comparison, bench_pairs, noise_lines, silence
+from orchestrator.verdict.model import Direction, Verdict
+from orchestrator.verdict.verdicts import adjust_for_many_categories, verdict
 
 
 def compare_kernel_runs(
@@ -57,11 +57,10 @@ def compare_kernel_runs(
         v = verdict(b, c, paired=paired, higher_is_better=better != "lower",
                     threshold_pct=threshold_pct, alpha=alpha)  # fmt: skip
         if better == "none":
-            v = v.model_copy(update={
-                "significant": False, "improved": None, "marker": "•", "p_value": None,
-                "ci_low": None, "ci_high": None, "mdc_pct": None,
-                "note": "shown, not judged: the recipe declares no better direction",
-            })  # fmt: skip
+            v = v.replaced(
+                significant=False, improved=None, direction=Direction.NONE, p_value=None,
+                ci_low=None, ci_high=None, mdc_pct=None, judged=False,
+            )  # fmt: skip
         return v
 
     others = sorted(names - {headline}, key=_order)
@@ -76,7 +75,7 @@ def compare_kernel_runs(
         label=cand[0].result.build
         if not cand[0].result.llvm_commit
         else f"LLVM {cand[0].result.llvm_commit}",
-        ns_per_day=judged(headline),
+        headline=judged(headline),
         categories={},
         paired=paired,
         unpaired=alone if paired else [],

@@ -4,18 +4,19 @@
 from __future__ import annotations
 
 from orchestrator.codegen.diff import CodegenDiff
-from orchestrator.results.compare import Comparison, compare_runs
-from orchestrator.results.counter_compare import compare_counters
-from orchestrator.results.kernel_compare import compare_kernel_runs
 from orchestrator.store.runstore import Run, RunStore
+from orchestrator.verdict.compare import Comparison, compare_runs
+from orchestrator.verdict.counter_compare import compare_counters
+from orchestrator.verdict.defaults import ALPHA, THRESHOLD_PCT
+from orchestrator.verdict.kernel_compare import compare_kernel_runs
 
 
 def compare_groups(
     base: list[Run],
     cand: list[Run],
     *,
-    threshold_pct: float = 2.0,
-    alpha: float = 0.05,
+    threshold_pct: float = THRESHOLD_PCT,
+    alpha: float = ALPHA,
     paired: bool | None = None,
     store: RunStore | None = None,
     codegen: CodegenDiff | None = None,

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from orchestrator.results.paired import compare_pairs
-from orchestrator.results.stats import Verdict, compare_samples
+from orchestrator.verdict.model import Among, Direction, Verdict
+from orchestrator.verdict.paired import compare_pairs
+from orchestrator.verdict.stats import compare_samples
 
 
 def verdict(
@@ -22,7 +23,7 @@ def verdict(
 
 
 def adjust_for_many_categories(
-    verdicts: dict[str, Verdict], alpha: float, what: str = "categories"
+    verdicts: dict[str, Verdict], alpha: float, what: Among = "categories"
 ) -> dict[str, Verdict]:
     """Benjamini–Hochberg across categories: seven tests at 5% would cry wolf too often.
 
@@ -42,10 +43,7 @@ def adjust_for_many_categories(
     out = {}
     for name, v in verdicts.items():
         if v.significant and name not in keep:
-            v = v.model_copy(update={
-                "significant": False, "improved": None, "marker": "•",
-                "note": f"{v.note}; not significant after correcting for {m} {what} "
-                        f"(Benjamini–Hochberg)",
-            })  # fmt: skip
+            v = v.replaced(significant=False, improved=None, direction=Direction.NONE,
+                           corrected_for=m, among=what)  # fmt: skip
         out[name] = v
     return out

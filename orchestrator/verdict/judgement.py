@@ -1,24 +1,25 @@
-"""A comparison as a script reads it: numbers and words, the exit code it ends with.
+"""A comparison as a script reads it: the numbers behind the verdict and the exit code.
 
-The report (`results.report`) is for people: emoji markers, aligned columns. A script
+The report (`report.text`) is for people: emoji markers, aligned columns. A script
 wants the same verdict as fields (pyperf's `CompareResult` style: numbers in, text on
 demand): which way it moved, the ratio and its interval, the p-value, and what it was
 held to (threshold, alpha), for the headline and each category, kernel and metric.
 `judge` makes one from a `Comparison` (or from none: nothing was measured), and
-`exit_code` is the one rule `bench` and `compare` end by (`core.exits`).
+`exit_code` is the one rule `bench` and `compare` end by (`core.exits`). The words of
+`--json` (the headline's text, why it could not judge, each metric's marker and note) are
+added by `report.json`. A judgement written with those words still loads: they are ignored.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from orchestrator.core.exits import ExitCode
-from orchestrator.results.compare import Comparison
-from orchestrator.results.stats import Verdict
+from orchestrator.verdict.compare import Comparison
+from orchestrator.verdict.model import Direction, Verdict
 
-Direction = Literal["faster", "slower", "none"]
 Word = Literal["faster", "slower", "no change", "could not judge", "nothing measured"]
 
 
@@ -33,7 +34,8 @@ class MetricJudgement(BaseModel):
     """One metric's verdict; `ratio` is candidate / baseline of the metric itself (ns/day:
     above 1 is faster; a time: below 1 is faster)."""
 
-    #: `faster`/`slower` only for a marker (significant and beyond the threshold).
+    #: `faster`/`slower` only for a marker (significant and beyond the threshold), and
+    #: never `faster` for suspect runs.
     direction: Direction
     significant: bool
     ratio: float
@@ -52,9 +54,6 @@ class MetricJudgement(BaseModel):
     detectable_pct: float | None
     #: Whether this many runs can reach p < alpha at all.
     testable: bool
-    #: The report's marker (🚀 🐢 • ⚠) and its words, for people.
-    marker: str
-    note: str
 
     @classmethod
     def of(cls, v: Verdict) -> MetricJudgement:
@@ -62,18 +61,14 @@ class MetricJudgement(BaseModel):
         if v.ci_low is not None and v.ci_high is not None:
             interval = Interval(low=v.ci_low, high=v.ci_high)
         return cls(
-            direction=_DIRECTIONS.get(v.marker, "none"), significant=v.significant,
+            direction=v.claimed, significant=v.significant,
             ratio=1 + v.delta_pct / 100, delta_pct=v.delta_pct, interval=interval,
             p_value=v.p_value, test=v.test_method, threshold_pct=v.threshold_pct,
             alpha=v.alpha, higher_is_better=v.higher_is_better, n_baseline=v.n_baseline,
             n_candidate=v.n_candidate, baseline_median=v.baseline_median,
             candidate_median=v.candidate_median, detectable_pct=v.mdc_pct,
-            testable=v.testable, marker=v.marker, note=v.note,
+            testable=v.testable,
         )  # fmt: skip
-
-
-_DIRECTIONS: dict[str, Direction] = {"🚀": "faster", "🐢": "slower"}
-_WORDS: dict[str, Word] = {"🚀": "faster", "🐢": "slower"}
 
 
 class Headline(MetricJudgement):
@@ -84,14 +79,10 @@ class Headline(MetricJudgement):
 
 
 class Judgement(BaseModel):
-    """`bench --json` and `compare --json`: the verdict, why, and every metric's numbers."""
+    """`bench --json` and `compare --json`: the verdict and every metric's numbers."""
 
     verdict: Word
     exit_code: int
-    #: Why there is no verdict (could not judge), or why nothing was measured.
-    reason: str | None = None
-    #: The headline as the report says it.
-    text: str
     system: str | None = None
     label: str | None = None
     #: What the candidate was measured against (`parent 1a2b3c4d`, `HEAD …`, `stable`).
@@ -107,7 +98,8 @@ class Judgement(BaseModel):
     #: A kernel recipe's other metrics, each in its declared direction.
     metrics: dict[str, MetricJudgement] = Field(default_factory=dict)
     suspect: bool = False
-    too_busy: str | None = None
+    #: The host was too busy to judge (`verdict.busy`).
+    too_busy: bool = False
     #: Pairs (unpaired: runs) left out because a run shared the machine.
     left_out: list[str] = Field(default_factory=list)
     #: Kernels (CPU: hot functions) the two builds compiled differently; None: unknown.
@@ -116,38 +108,47 @@ class Judgement(BaseModel):
     elapsed_seconds: float | None = None
     container_seconds: float | None = None
 
+    @field_validator("too_busy", mode="before")
+    @classmethod
+    def _busy_from_words(cls, value: Any) -> Any:
+        """Written with words, `too_busy` said why (None: it was judged)."""
+        return bool(value) if value is None or isinstance(value, str) else value
+
 
 def exit_code(cmp: Comparison | None) -> ExitCode:
-    """How `bench` and `compare` end: SLOWER for a 🐢 on the headline, UNJUDGED when no
-    verdict could be given (a busy host, too few runs, suspect energies), else OK (no
+    """How `bench` and `compare` end: SLOWER for a slowdown of the headline, UNJUDGED when
+    no verdict could be given (a busy host, too few runs, suspect energies), else OK (no
     change, faster, or nothing measured because no kernel changed)."""
     if cmp is None:
         return ExitCode.OK
-    v = cmp.ns_per_day
-    if v.marker == "🐢":
+    v = cmp.headline
+    if v.direction is Direction.SLOWER:
         return ExitCode.SLOWER
     if cmp.too_busy or cmp.suspect or not v.testable:
         return ExitCode.UNJUDGED
     return ExitCode.OK
 
 
-def judge(cmp: Comparison | None, nothing_measured: str | None = None) -> Judgement:
-    """`cmp` as fields; None with `nothing_measured` (why) when no run was made."""
+_WORDS: dict[Direction, Word] = {Direction.FASTER: "faster", Direction.SLOWER: "slower"}
+
+
+def judge(cmp: Comparison | None) -> Judgement:
+    """`cmp` as fields; None when no run was made (nothing measured)."""
     if cmp is None:
-        why = nothing_measured or "nothing measured"
-        return Judgement(verdict="nothing measured", exit_code=ExitCode.OK, reason=why, text=why)
+        return Judgement(verdict="nothing measured", exit_code=ExitCode.OK)
     code = exit_code(cmp)
-    v = cmp.ns_per_day
-    word = _WORDS.get(v.marker) or ("could not judge" if code == ExitCode.UNJUDGED else "no change")
+    v = cmp.headline
+    word = _WORDS.get(v.claimed) or (
+        "could not judge" if code == ExitCode.UNJUDGED else "no change"
+    )
     return Judgement(
-        verdict=word, exit_code=code, reason=_reason(cmp) if word == "could not judge" else None,
-        text=cmp.headline, system=cmp.system, label=cmp.label, base=cmp.base,
+        verdict=word, exit_code=code, system=cmp.system, label=cmp.label, base=cmp.base,
         baseline=cmp.baseline,
         candidate=cmp.candidate, paired=cmp.paired, runs=cmp.runs,
         headline=Headline(name=cmp.headline_name, unit=cmp.headline_unit,
                           **MetricJudgement.of(v).model_dump()),
         categories=_each(cmp.categories), kernels=_each(cmp.kernels),
-        metrics=_each(cmp.metrics), suspect=cmp.suspect, too_busy=cmp.too_busy,
+        metrics=_each(cmp.metrics), suspect=cmp.suspect, too_busy=cmp.too_busy is not None,
         left_out=cmp.left_out,
         changed_kernels=len(cmp.codegen.changed) if cmp.codegen is not None else None,
     )  # fmt: skip
@@ -155,11 +156,3 @@ def judge(cmp: Comparison | None, nothing_measured: str | None = None) -> Judgem
 
 def _each(verdicts: dict[str, Verdict]) -> dict[str, MetricJudgement]:
     return {name: MetricJudgement.of(v) for name, v in verdicts.items()}
-
-
-def _reason(cmp: Comparison) -> str:
-    if cmp.too_busy:
-        return cmp.too_busy
-    if cmp.suspect:
-        return cmp.suspect_note or "suspect: the energies disagree"
-    return cmp.ns_per_day.note

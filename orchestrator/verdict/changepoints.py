@@ -28,13 +28,15 @@ from collections.abc import Sequence
 from itertools import accumulate
 from operator import sub
 
+from orchestrator.verdict.defaults import ALPHA
+
 #: Reshuffles per test: p-values down to 1/(PERMUTATIONS + 1) = 0.005.
 PERMUTATIONS = 199
 SEED = 20140301
 
 
 def change_points(
-    groups: Sequence[Sequence[float]], alpha: float = 0.05, permutations: int = PERMUTATIONS
+    groups: Sequence[Sequence[float]], alpha: float = ALPHA, permutations: int = PERMUTATIONS
 ) -> list[int]:
     """Indices i (1 ≤ i < len(groups)) where group i starts a new segment, ascending.
 

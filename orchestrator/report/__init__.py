@@ -1,0 +1,1 @@
+"""What people read: a verdict's marker and note, the text and HTML reports, the webhook."""

@@ -1,1 +1,0 @@
-"""Results: statistics, comparisons of run groups, the report and the webhook."""
