@@ -234,7 +234,7 @@ def test_bench_groups_recorded_before_the_fields_still_pair(tmp_path: Path) -> N
     cmp = compare_runs(
         load_runs(tmp_path, "stable__w__kernel-baseline-aa"), load_runs(tmp_path, "stable__w__aa")
     )
-    assert cmp.paired and cmp.ns_per_day.n_baseline == 6 and not cmp.unpaired
+    assert cmp.paired and cmp.headline.n_baseline == 6 and not cmp.unpaired
 
 
 def test_groups_not_made_by_bench_cannot_be_forced_into_pairs(tmp_path: Path) -> None:
