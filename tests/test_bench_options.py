@@ -21,6 +21,7 @@ from orchestrator.core.errors import UsageError
 from orchestrator.core.settings import load_settings
 from orchestrator.images.gitsource import ResolvedCommit, base_of, resolve_commit
 from orchestrator.workflows.bench_plan import BenchRequest, check_options, settle
+from orchestrator.workflows.build import CompilerSpec
 
 REPO = Path(__file__).resolve().parent.parent
 #: What a user would wait for, at most, to hear about a typo.
@@ -169,23 +170,25 @@ def test_a_commit_is_measured_against_its_parent_and_a_dirty_tree_against_head(
     settings = load_settings(llvm_source=str(llvm), results_dir=tmp_path)
     head = resolve_commit(str(llvm), "HEAD")
     parent = resolve_commit(str(llvm), "HEAD~1")
-    settled = settle(settings, BenchRequest(llvm="HEAD"))
+    settled = settle(settings, BenchRequest(candidate=CompilerSpec("llvm", "HEAD")))
     assert settled.baseline.llvm == parent and settled.baseline.words == f"parent {parent.short}"
     assert settled.candidate is not None and settled.candidate.words == f"LLVM {head.short}"
-    clean = settle(settings, BenchRequest(llvm=str(llvm)))  # a clean tree is its HEAD commit
+    tree = CompilerSpec("llvm", str(llvm))
+    clean = settle(settings, BenchRequest(candidate=tree))  # a clean tree is its HEAD commit
     assert clean.baseline.words == f"parent {parent.short}"
     (llvm / "new.cpp").write_text("// untracked: part of the change\n")
     try:
-        dirty = settle(settings, BenchRequest(llvm=str(llvm)))
+        dirty = settle(settings, BenchRequest(candidate=tree))
     finally:
         (llvm / "new.cpp").unlink()
     assert dirty.candidate is not None and dirty.candidate.llvm is not None
     assert dirty.candidate.llvm.dirty and dirty.baseline.words == f"HEAD {head.short}"
     assert dirty.baseline.llvm is not None and not dirty.baseline.llvm.dirty
     assert dirty.baseline.llvm.full == head.full and dirty.baseline.llvm_source == str(llvm)
-    other = settle(settings, BenchRequest(llvm="HEAD", against="stable"))
+    head_spec = CompilerSpec("llvm", "HEAD")
+    other = settle(settings, BenchRequest(candidate=head_spec, baseline=CompilerSpec("stable")))
     assert other.baseline.stable and other.baseline.words == "stable"
-    named = settle(settings, BenchRequest(llvm="HEAD", against_llvm="HEAD"))
+    named = settle(settings, BenchRequest(candidate=head_spec, baseline=head_spec))
     assert named.baseline.llvm == head
     aa = settle(settings, BenchRequest())
     assert aa.candidate is None and aa.baseline.stable
