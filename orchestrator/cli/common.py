@@ -20,7 +20,7 @@ from orchestrator.workflows.options import (
     VERDICT_FIELDS,
     OneOf,
     Option,
-    declared,
+    option_of,
 )
 
 Handler = Callable[[argparse.Namespace, Settings, Console], int]
@@ -52,7 +52,7 @@ def add_options(
     """The options a request's fields declare, in their order; the verdict's options are
     left to `verdict_options`, which every verdict command lists last."""
     for field in dataclasses.fields(request):
-        found = declared(field)
+        found = option_of(field)
         if field.name in skip or found is None:
             continue
         if isinstance(found, OneOf):
@@ -68,7 +68,7 @@ def request_of(request: type[Request], args: argparse.Namespace) -> Request:
     given = vars(args)
     values: dict[str, Any] = {}
     for field in dataclasses.fields(request):  # type: ignore[arg-type]
-        found = declared(field)
+        found = option_of(field)
         if isinstance(found, OneOf):
             values[field.name] = found.value(given)
         elif field.name in given:

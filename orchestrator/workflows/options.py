@@ -2,14 +2,13 @@
 
 As nox declares each option once (its `_option_set.Option` makes both the argparse
 option and the value), a workflow request's field carries its flag, help, metavar,
-choices and default (`option(Option(…))`), and `cli.common.add_options` makes the
-argparse options from the request's fields, in their order; `cli.common.request_of`
-makes the request from the parsed arguments. Options several commands take (`--steps`,
-`--repeats`, `--threshold`, …) are declared here once; a command that says more about
-one adds its own help (`STEPS.but(help=…)`). A field that several flags set, at most one
-of them given (a side's compiler: `--llvm`, `--toolchain`, `--package`), is a `OneOf`:
-its conflict is said where the flags become the field's value.
-"""
+choices and default (`option(…)`); `cli.common.add_options` makes the argparse options
+from the request's fields, in their order, and `cli.common.request_of` the request from
+the parsed arguments. Options several commands take (`--steps`, `--repeats`,
+`--threshold`, …) are declared here once; a command that says more about one gives its
+own help (`option(STEPS, help=…)`). A field that several flags set, at most one of them
+(a side's compiler: `--llvm`, `--toolchain`, `--package`), is a `OneOf`: a conflict is
+said where the flags become the field's value, and the field holds only one."""
 
 from __future__ import annotations
 
@@ -92,7 +91,7 @@ def option(declared: Option | OneOf | None = None, **changes: Any) -> Any:
     return dataclasses.field(default=declared.default, metadata=metadata)
 
 
-def declared(field: dataclasses.Field[Any]) -> Option | OneOf | None:
+def option_of(field: dataclasses.Field[Any]) -> Option | OneOf | None:
     """A request field's option (its flag settled), or None: no option sets it."""
     found = field.metadata.get(OPTION)
     return found.named(field.name) if isinstance(found, Option) else found
