@@ -93,7 +93,7 @@ def with_executor(settings: Settings, args: argparse.Namespace) -> Settings:
 def verdict_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=["simple", "markdown"], default="simple")
     add_option(p, THRESHOLD, "threshold_pct")
-    add_option(p, ALPHA, "alpha")
+    add_option(p, ALPHA)
 
 
 def json_option(p: argparse.ArgumentParser, what: str) -> None:

@@ -62,7 +62,7 @@ def register(sub: Commands) -> None:
         "--counters-args", default=None, metavar="ARGS",
         help="rocprof-compute profile arguments that narrow its passes, e.g. \"-k nbnxm\"",
     )  # fmt: skip
-    add_option(p, STEPS, "steps")
+    add_option(p, STEPS)
     p.add_argument("--device", type=int, default=0, help="GPU index (rocm)")
     add_option(p, CPU_ONLY.but(
         help="run a GPU build on the host CPU only (-nb cpu -pme cpu, no devices)"

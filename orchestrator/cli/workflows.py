@@ -54,7 +54,7 @@ def register(sub: Commands) -> None:
         "matrix", help="systems × builds × repeats (× GPU types) from a TOML file, summarised"
     )
     p.add_argument("file", type=Path, help="the matrix (see docs/platforms.md, `matrix`)")
-    add_option(p, TAG.but(help="the runs' tag (default: <name>-<UTC time>)"), "tag")
+    add_option(p, TAG.but(help="the runs' tag (default: <name>-<UTC time>)"))
     executor_option(p)
     verdict_options(p)
     p.set_defaults(handler=run_matrix)
