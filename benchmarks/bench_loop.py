@@ -19,6 +19,7 @@ from orchestrator import engine
 from orchestrator.core.settings import load_settings
 from orchestrator.images.toolchain_package import ensure_toolchain_package
 from orchestrator.workflows.bench import BenchRequest, bench
+from orchestrator.workflows.build import CompilerSpec
 
 PACKAGE = "clang-16"
 SYSTEM = "water"
@@ -32,7 +33,9 @@ def main() -> list[dict[str, float | int | str]]:
         settings = load_settings(platform="cpu", results_dir=Path(tmp) / "results")
         toolchain = ensure_toolchain_package(client, settings, PACKAGE)
         for call in ("first (builds what is missing)", "second (nothing changed)"):
-            request = BenchRequest(toolchain=toolchain, system=SYSTEM, repeats=REPEATS)
+            request = BenchRequest(
+                candidate=CompilerSpec("toolchain", toolchain), system=SYSTEM, repeats=REPEATS
+            )
             outcome = bench(client, settings, request)
             rows.append(
                 {

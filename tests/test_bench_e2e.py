@@ -15,6 +15,7 @@ from orchestrator.report import words
 from orchestrator.report.text import render
 from orchestrator.store.runstore import RunStore
 from orchestrator.workflows.bench import BenchRequest, bench
+from orchestrator.workflows.build import CompilerSpec
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
@@ -49,7 +50,9 @@ def test_aa_same_build_has_no_significant_change(
 def test_dev_against_stable_with_repeats(
     engine: Any, cpu_settings: Any, stable_image: Any, toolchain_image: str
 ) -> None:
-    req = BenchRequest(toolchain=toolchain_image, system=SYSTEM, steps=STEPS, repeats=4)
+    req = BenchRequest(
+        candidate=CompilerSpec("toolchain", toolchain_image), system=SYSTEM, steps=STEPS, repeats=4
+    )
     cmp = bench(engine, cpu_settings, req).comparison
     out = render(cmp)
     assert cmp.label.startswith("LLVM ")  # the dev compiler is an LLVM toolchain

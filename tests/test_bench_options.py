@@ -17,10 +17,14 @@ from pathlib import Path
 import pytest
 from mini_llvm import make_mini_llvm
 
+from orchestrator.cli import build_parser
+from orchestrator.cli.common import request_of
 from orchestrator.core.errors import UsageError
 from orchestrator.core.settings import load_settings
 from orchestrator.images.gitsource import ResolvedCommit, base_of, resolve_commit
 from orchestrator.workflows.bench_plan import BenchRequest, check_options, settle
+from orchestrator.workflows.bisect import BisectRequest
+from orchestrator.workflows.build import BuildRequest, CompilerSpec
 
 REPO = Path(__file__).resolve().parent.parent
 #: What a user would wait for, at most, to hear about a typo.
@@ -169,23 +173,25 @@ def test_a_commit_is_measured_against_its_parent_and_a_dirty_tree_against_head(
     settings = load_settings(llvm_source=str(llvm), results_dir=tmp_path)
     head = resolve_commit(str(llvm), "HEAD")
     parent = resolve_commit(str(llvm), "HEAD~1")
-    settled = settle(settings, BenchRequest(llvm="HEAD"))
+    settled = settle(settings, BenchRequest(candidate=CompilerSpec("llvm", "HEAD")))
     assert settled.baseline.llvm == parent and settled.baseline.words == f"parent {parent.short}"
     assert settled.candidate is not None and settled.candidate.words == f"LLVM {head.short}"
-    clean = settle(settings, BenchRequest(llvm=str(llvm)))  # a clean tree is its HEAD commit
+    tree = CompilerSpec("llvm", str(llvm))
+    clean = settle(settings, BenchRequest(candidate=tree))  # a clean tree is its HEAD commit
     assert clean.baseline.words == f"parent {parent.short}"
     (llvm / "new.cpp").write_text("// untracked: part of the change\n")
     try:
-        dirty = settle(settings, BenchRequest(llvm=str(llvm)))
+        dirty = settle(settings, BenchRequest(candidate=tree))
     finally:
         (llvm / "new.cpp").unlink()
     assert dirty.candidate is not None and dirty.candidate.llvm is not None
     assert dirty.candidate.llvm.dirty and dirty.baseline.words == f"HEAD {head.short}"
     assert dirty.baseline.llvm is not None and not dirty.baseline.llvm.dirty
     assert dirty.baseline.llvm.full == head.full and dirty.baseline.llvm_source == str(llvm)
-    other = settle(settings, BenchRequest(llvm="HEAD", against="stable"))
+    head_spec = CompilerSpec("llvm", "HEAD")
+    other = settle(settings, BenchRequest(candidate=head_spec, baseline=CompilerSpec("stable")))
     assert other.baseline.stable and other.baseline.words == "stable"
-    named = settle(settings, BenchRequest(llvm="HEAD", against_llvm="HEAD"))
+    named = settle(settings, BenchRequest(candidate=head_spec, baseline=head_spec))
     assert named.baseline.llvm == head
     aa = settle(settings, BenchRequest())
     assert aa.candidate is None and aa.baseline.stable
@@ -196,3 +202,28 @@ def test_a_url_source_has_no_parent_to_find() -> None:
                             short="aaaaaaaa", dirty=False, label="aaaaaaaa")  # fmt: skip
     with pytest.raises(UsageError, match=r"cannot be known without a clone.*--against-llvm"):
         base_of(remote)
+
+
+def test_each_sides_flags_become_one_compiler() -> None:
+    """The parsed flags make the request its fields declare: one `CompilerSpec` a side
+    (`--against stable` the stable image, another `--against` a GROMACS build), two
+    refused where they are read, and each option's default the field's."""
+    parser = build_parser()
+
+    def bench(*args: str) -> BenchRequest:
+        return request_of(BenchRequest, parser.parse_args(["bench", *args]))
+
+    req = bench("--llvm", "HEAD", "--against", "stable", "--steps", "100")
+    assert req.candidate == CompilerSpec("llvm", "HEAD") and req.baseline == CompilerSpec("stable")
+    assert (req.steps, req.repeats, req.threshold_pct, req.alpha) == (100, "auto", 2.0, 0.05)
+    assert bench("--against", "dev-x").baseline == CompilerSpec("build", "dev-x")
+    assert bench("--against-package", "clang-16").baseline == CompilerSpec("package", "clang-16")
+    assert bench().candidate is None and bench().baseline is None and bench() == BenchRequest()
+    with pytest.raises(UsageError, match=r"\(got --against and --against-llvm\): they name"):
+        bench("--against-llvm", "HEAD", "--against", "dev-x")
+    ends = parser.parse_args(["bisect", "--good", "a", "--bad", "b", "--repeats", "5"])
+    assert request_of(BisectRequest, ends) == BisectRequest(good="a", bad="b", repeats=5)
+    build = request_of(BuildRequest, parser.parse_args(["build", "dev", "--from-build", "/x"]))
+    assert build == BuildRequest(what="dev", compiler=CompilerSpec("tree", "/x"))
+    with pytest.raises(ValueError, match="needs a name"):
+        CompilerSpec("llvm")

@@ -17,6 +17,7 @@ from orchestrator.report.text import kernel_run_text, render
 from orchestrator.runs.runner import RunRequest, execute, plan_run
 from orchestrator.store.database import Database, runs
 from orchestrator.workflows.bench import BenchRequest, bench
+from orchestrator.workflows.build import CompilerSpec
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
@@ -53,7 +54,9 @@ def test_bandwidth_runs_in_the_stable_image_with_its_compiler(
 def test_bench_compares_kernels_of_a_toolchain_without_building_gromacs(
     engine: Any, cpu_settings: Any, stable_image: Any, toolchain_image: str
 ) -> None:
-    req = BenchRequest(toolchain=toolchain_image, system="bandwidth:16MiB", repeats=4)
+    req = BenchRequest(
+        candidate=CompilerSpec("toolchain", toolchain_image), system="bandwidth:16MiB", repeats=4
+    )
     cmp = bench(engine, cpu_settings, req).comparison
     assert cmp.headline_name == "ro_peak" and cmp.headline_unit == "GB/s"
     assert cmp.headline.n_candidate == 4 and set(cmp.metrics) == {"rw_peak"}
@@ -66,7 +69,9 @@ def test_bench_compares_kernels_of_a_toolchain_without_building_gromacs(
 def test_tune_finds_each_compilers_optimum_and_says_whether_it_moved(
     engine: Any, cpu_settings: Any, stable_image: Any, toolchain_image: str
 ) -> None:
-    req = BenchRequest(toolchain=toolchain_image, system="tune:8MiB:quick", repeats=4)
+    req = BenchRequest(
+        candidate=CompilerSpec("toolchain", toolchain_image), system="tune:8MiB:quick", repeats=4
+    )
     cmp = bench(engine, cpu_settings, req).comparison
     assert cmp.headline_name == "best_ms" and cmp.headline_unit == "ms"
     assert words.marker(cmp.metrics["impact"]) == "•" and cmp.metrics["impact"].p_value is None

@@ -167,3 +167,12 @@ def test_meaning_is_never_read_from_an_emoji() -> None:
 def test_one_atomic_writer() -> None:
     """Files are written atomically through `core.files` (which fsyncs), not by hand."""
     assert not _lines(r"\bmkstemp\(|\.write_text\(.*\.json", ("orchestrator.core.files",))
+
+
+def test_request_options_are_declared_once() -> None:
+    """A workflow request's options are its fields' (`workflows.options`); `cli.common`
+    makes argparse's from them, so no command declares them again by hand."""
+    flags = r"llvm|toolchain|package|against(-[a-z]+)?|from-build|steps|repeats|cpu-only|dry-run"
+    declared = rf'(add_argument\(|^)\s*["\']--({flags}|threshold|alpha)["\']\s*[,)]'
+    assert not _lines(declared, ("orchestrator.workflows",))
+    assert _lines(declared, ())  # the pattern does find the declarations

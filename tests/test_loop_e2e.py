@@ -103,13 +103,16 @@ def test_bench_against_another_build_is_an_ab_of_two_builds(
     same commit on both sides, so both groups run the one dev image (an A/A of it)."""
     from orchestrator.core.errors import UserError
     from orchestrator.workflows.bench import BenchRequest, bench
+    from orchestrator.workflows.build import CompilerSpec
 
     short = mini_llvm.head()[:8]
-    for against in ({"against_llvm": short}, {"against": dev_image.build}):
-        req = BenchRequest(llvm=short, system=SYSTEM, steps=500, repeats=4, **against)
+    for against in (CompilerSpec("llvm", short), CompilerSpec("build", dev_image.build)):
+        req = BenchRequest(candidate=CompilerSpec("llvm", short), baseline=against, system=SYSTEM,
+                           steps=500, repeats=4)  # fmt: skip
         cmp = bench(engine, llvm_settings, req).comparison
         assert all(run.startswith(f"{dev_image.build}__") for run in cmp.baseline), cmp.baseline
         assert all(run.startswith(f"{dev_image.build}__") for run in cmp.candidate)
         assert cmp.codegen is None  # one image: nothing to diff
     with pytest.raises(UserError, match="no GROMACS image gromacs:no-such-build"):
-        bench(engine, llvm_settings, BenchRequest(against="no-such-build", repeats=4))
+        missing = CompilerSpec("build", "no-such-build")
+        bench(engine, llvm_settings, BenchRequest(baseline=missing, repeats=4))

@@ -50,6 +50,7 @@ from orchestrator.store.database import Database, benches
 from orchestrator.store.layout import lockfile_path
 from orchestrator.store.runstore import RunStore
 from orchestrator.workflows.bench import BenchRequest, bench
+from orchestrator.workflows.build import CompilerSpec
 from orchestrator.workflows.placement import changed_families
 from orchestrator.workflows.rebuild import find_lockfile
 
@@ -263,8 +264,8 @@ def test_against_stable_shows_what_the_two_compilers_differ_in(
     nothing is built, and most kernels differ (the base commit's option)."""
     assert change.dev is not None
     loop.said.clear()
-    req = BenchRequest(llvm=loop.change, against="stable", cpu_only=True, system="water:3k",
-                       steps=200, repeats=4)  # fmt: skip
+    req = BenchRequest(candidate=CompilerSpec("llvm", loop.change), baseline=CompilerSpec("stable"),
+                       cpu_only=True, system="water:3k", steps=200, repeats=4)  # fmt: skip
     outcome = bench(engine, loop.settings, req, emit=loop.emit)
     said = "\n".join(loop.said)
     assert f"up to date: {change.dev.tag}" in said and "tagged gromacs:" not in said
@@ -280,11 +281,13 @@ def test_the_same_build_on_both_sides_is_an_a_a_of_it(
     """`--against-llvm C` (and `--against <build>`) make the baseline a named build: here
     the candidate's own, so both groups run the one dev image (an A/A of it)."""
     assert change.dev is not None
-    for against in ({"against_llvm": loop.change[:12]}, {"against": change.dev.build}):
+    own = (CompilerSpec("llvm", loop.change[:12]), CompilerSpec("build", change.dev.build))
+    for against in own:
         loop.said.clear()
         req = BenchRequest(
-            llvm=loop.change, cpu_only=True, system="water:3k", steps=200, repeats=4, **against
-        )
+            candidate=CompilerSpec("llvm", loop.change), baseline=against, cpu_only=True,
+            system="water:3k", steps=200, repeats=4,
+        )  # fmt: skip
         cmp = bench(engine, loop.settings, req, emit=loop.emit).comparison
         assert any(line.endswith("exists: reusing it") for line in loop.said), loop.said
         assert f"up to date: {change.dev.tag}" in "\n".join(loop.said)
@@ -292,7 +295,8 @@ def test_the_same_build_on_both_sides_is_an_a_a_of_it(
         assert all(run.startswith(f"{change.dev.build}__") for run in cmp.candidate)
         assert cmp.codegen is None  # one image: nothing to diff
     with pytest.raises(UserError, match="no GROMACS image gromacs:no-such-build"):
-        bench(engine, loop.settings, BenchRequest(against="no-such-build", repeats=4))
+        missing = CompilerSpec("build", "no-such-build")
+        bench(engine, loop.settings, BenchRequest(baseline=missing, repeats=4))
     lock = find_lockfile(engine, loop.settings.model_copy(update={"results_dir": tmp_path}),
                          "dev-current")  # fmt: skip
     assert lock.record.id == change.dev.id == engine.images.get("gromacs:dev-current").id
@@ -332,7 +336,8 @@ def test_system_auto_picks_the_system_that_runs_the_changed_kernels(
     parent, and the cheapest system that runs them is water_lincs (with -update gpu on a
     GPU; not added with --cpu-only, where they are host runs)."""
     loop.said.clear()
-    req = BenchRequest(llvm=loop.change, cpu_only=True, system="auto", steps=200, repeats=4)
+    req = BenchRequest(candidate=CompilerSpec("llvm", loop.change), cpu_only=True, system="auto",
+                       steps=200, repeats=4)  # fmt: skip
     outcome = bench(engine, loop.settings, req, emit=loop.emit)
     said = "\n".join(loop.said)
     assert "--system auto: water_lincs:3k runs lincs (from its options (-update gpu))" in said

@@ -24,6 +24,7 @@ from orchestrator.store.records import RunResult
 from orchestrator.store.runstore import RunStore
 from orchestrator.verdict.judge import compare_groups
 from orchestrator.workflows.bench import BenchRequest, bench
+from orchestrator.workflows.build import CompilerSpec
 from orchestrator.workflows.matrix import load_matrix, matrix
 from tests import slurm
 
@@ -74,7 +75,9 @@ def test_bench_through_slurm_is_the_verdict_of_its_runs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
     monkeypatch.setenv("ORCH_WEBHOOK_URL", SECRET)  # as a user would keep it
-    req = BenchRequest(toolchain=toolchain_image, system="bandwidth:8MiB", repeats=4)
+    req = BenchRequest(
+        candidate=CompilerSpec("toolchain", toolchain_image), system="bandwidth:8MiB", repeats=4
+    )
     outcome = bench(engine, settings, req)
     cmp = outcome.comparison
     store = RunStore(settings.results_dir)

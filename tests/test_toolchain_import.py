@@ -38,7 +38,7 @@ from orchestrator.images.toolchain_import import (
 )
 from orchestrator.images.toolchain_llvm import CONTENT_FILE
 from orchestrator.parsers.elf import newest, read_elf
-from orchestrator.workflows.build import toolchain_for
+from orchestrator.workflows.build import BUILD_COMPILER, CompilerSpec, toolchain_for
 from orchestrator.workflows.rebuild import rebuild
 
 REPO = Path(__file__).resolve().parent.parent
@@ -325,10 +325,10 @@ def test_the_refusal_without_a_commit_says_so() -> None:
 
 def test_one_compiler_source_at_a_time() -> None:
     settings = load_settings(platform="cpu")
-    with pytest.raises(UsageError, match="at most one of --llvm, --toolchain, --package and"):
-        toolchain_for(None, settings, llvm="d7fead0f", from_build="/x")  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="one compiler at most \\(got --llvm and --from-build"):
+        BUILD_COMPILER.value({"llvm": "d7fead0f", "from_build": "/x"})
     with pytest.raises(UsageError, match="no such directory"):  # a path, checked as one
-        toolchain_for(None, settings, toolchain="/no/such/llvm/build")  # type: ignore[arg-type]
+        toolchain_for(None, settings, CompilerSpec("toolchain", "/no/such/llvm/build"))  # type: ignore[arg-type]
 
 
 def test_build_says_a_wrong_path_before_asking_the_engine(tmp_path: Path) -> None:

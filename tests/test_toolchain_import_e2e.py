@@ -39,7 +39,7 @@ from orchestrator.images.toolchain import compiler_of
 from orchestrator.images.toolchain_llvm import BUILD_LABEL, ensure_environment
 from orchestrator.parsers.elf import dotted, newest, read_elf
 from orchestrator.store.layout import lockfile_path
-from orchestrator.workflows.build import toolchain_for
+from orchestrator.workflows.build import CompilerSpec, toolchain_for
 
 pytestmark = [pytest.mark.engine]
 
@@ -112,7 +112,7 @@ def test_sid_llvm_on_bookworm_is_refused_before_any_image(
     tags = _toolchain_tags(engine)
     started = time.monotonic()
     with pytest.raises(UserError) as caught:
-        toolchain_for(engine, cpu_settings, from_build=str(sid_llvm_whole))
+        toolchain_for(engine, cpu_settings, CompilerSpec("tree", str(sid_llvm_whole)))
     seconds = time.monotonic() - started
     message = caught.value.message
     print(f"\nrefused in {seconds:.1f} s: {message}")
@@ -138,7 +138,7 @@ def test_sid_prefix_as_installed_is_refused_saying_what_it_lacks(
     digest = content_sha256(collect(sid_llvm, device=False).files)
     made = f"gmxbench-toolchain:cpu-llvm-imported-{digest[:8]}"
     with pytest.raises(UserError) as caught:
-        toolchain_for(engine, cpu_settings, from_build=str(sid_llvm))
+        toolchain_for(engine, cpu_settings, CompilerSpec("tree", str(sid_llvm)))
     message = caught.value.message
     assert "\n" not in message
     assert message.startswith(
@@ -171,7 +171,9 @@ def imported(engine: Any, rocm_settings: Any, rocm_stable: Any, sid_llvm: Path) 
     """`--toolchain <folder>` (what `bench` and `build` pass on) on Debian's clang."""
     events: list[Event] = []
     started = time.monotonic()
-    tag = toolchain_for(engine, rocm_settings, toolchain=str(sid_llvm), emit=events.append)
+    tag = toolchain_for(
+        engine, rocm_settings, CompilerSpec("toolchain", str(sid_llvm)), emit=events.append
+    )
     print(f"\nimport: {time.monotonic() - started:.1f} s; " + "; ".join(_said(events)))
     assert tag is not None
     compiler = compiler_of(engine, tag)
@@ -225,7 +227,8 @@ def test_imported_debian_llvm_compiles_hip_and_rebuild_refuses_it(
 
     again: list[Event] = []
     started = time.monotonic()
-    assert toolchain_for(engine, rocm_settings, toolchain=str(sid_llvm), emit=again.append) == tag
+    folder = CompilerSpec("toolchain", str(sid_llvm))
+    assert toolchain_for(engine, rocm_settings, folder, emit=again.append) == tag
     assert time.monotonic() - started < 60
     assert any(text.endswith("): reusing it") for text in _said(again)), _said(again)
 
@@ -298,7 +301,7 @@ def test_a_build_tree_is_imported_with_its_commit(
     _cmake_build(engine, environment.tag, repo.path)
     made: list[str] = []
     try:
-        tag = toolchain_for(engine, cpu_settings, from_build=str(repo.path / "build"))
+        tag = toolchain_for(engine, cpu_settings, CompilerSpec("tree", str(repo.path / "build")))
         assert tag is not None
         made.append(tag)
         compiler = compiler_of(engine, tag)
@@ -315,7 +318,7 @@ def test_a_build_tree_is_imported_with_its_commit(
         assert out.split() == ["clang", "libLLVM.so.23.0git", "libclang-cpp.so.23.0git"], out
 
         _cmake_build(engine, environment.tag, repo.path, "-DLLVM_APPEND_VC_REV=OFF")
-        tag = toolchain_for(engine, cpu_settings, from_build=str(repo.path / "build"))
+        tag = toolchain_for(engine, cpu_settings, CompilerSpec("tree", str(repo.path / "build")))
         assert tag is not None
         made.append(tag)
         compiler = compiler_of(engine, tag)

@@ -32,6 +32,7 @@ from orchestrator.images.toolchain_llvm import ensure_toolchain_llvm
 from orchestrator.images.user_kernels import UserProgram
 from orchestrator.runs.recipe import load_system
 from orchestrator.workflows.bench import BenchRequest, bench
+from orchestrator.workflows.build import CompilerSpec
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
@@ -187,7 +188,8 @@ def test_bench_reports_the_per_target_diff_before_the_runs(
     monkeypatch.setenv("ORCH_RECIPES_DIRS", str(USER / "saxpy"))
     settings = settings.model_copy(update={"recipes_dirs": [USER / "saxpy"]})
     said: list[str] = []
-    req = BenchRequest(against_toolchain=plain_tag, toolchain=option_tag, system="saxpy:4MiB",
+    req = BenchRequest(baseline=CompilerSpec("toolchain", plain_tag),
+                       candidate=CompilerSpec("toolchain", option_tag), system="saxpy:4MiB",
                        repeats=2)  # fmt: skip
     with pytest.raises(UserError, match=r"/dev/kfd"):
         bench(engine, settings, req, emit=lambda event: said.append(event.text))
@@ -203,7 +205,9 @@ def test_bench_judges_a_user_kernel_on_its_declared_metrics(
     """The C++ twin on the CPU platform, the recipe folder named by ORCH_RECIPES_DIRS."""
     monkeypatch.setenv("ORCH_RECIPES_DIRS", str(USER / "saxpy"))
     settings = load_settings(platform="cpu", results_dir=cpu_settings.results_dir)
-    req = BenchRequest(toolchain=toolchain_image, system="saxpy:4MiB", repeats=3)
+    req = BenchRequest(
+        candidate=CompilerSpec("toolchain", toolchain_image), system="saxpy:4MiB", repeats=3
+    )
     outcome = bench(engine, settings, req)
     cmp = outcome.comparison
     assert outcome.codegen is not None and outcome.codegen_seconds is not None

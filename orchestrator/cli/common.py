@@ -1,11 +1,13 @@
-"""What the command modules share: the handler signature, the verdict options, JSON."""
+"""What the command modules share: the handler signature, the options of a request and
+of a verdict, JSON."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
-from collections.abc import Callable
-from typing import Any, TypeAlias
+from collections.abc import Callable, Collection
+from typing import Any, TypeAlias, TypeVar
 
 from pydantic_core import to_jsonable_python
 
@@ -13,11 +15,66 @@ from orchestrator.cli.console import Console
 from orchestrator.core.exits import EPILOG
 from orchestrator.core.settings import Settings
 from orchestrator.runs import executors
-from orchestrator.verdict.defaults import ALPHA, THRESHOLD_PCT
+from orchestrator.workflows.options import (
+    ALPHA,
+    THRESHOLD,
+    VERDICT_FIELDS,
+    OneOf,
+    Option,
+    option_of,
+)
 
 Handler = Callable[[argparse.Namespace, Settings, Console], int]
 #: `parser.add_subparsers()`'s return value, to which each module adds its commands.
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+Request = TypeVar("Request")
+
+
+def add_option(p: argparse.ArgumentParser, option: Option, dest: str | None = None) -> None:
+    """One declared option (`workflows.options`) as argparse's; `dest`: its field."""
+    kwargs: dict[str, Any] = {"help": option.help}
+    if option.default is False:
+        kwargs["action"] = "store_true"
+    for name in ("metavar", "type"):
+        if getattr(option, name) is not None:
+            kwargs[name] = getattr(option, name)
+    if option.choices is not None:
+        kwargs["choices"] = list(option.choices)
+    if option.flag and option.flag.startswith("-"):
+        kwargs.update(default=option.default, dest=dest or option.dest)
+        if option.required:
+            kwargs["required"] = True
+    p.add_argument(option.flag or "", **kwargs)
+
+
+def add_options(
+    p: argparse.ArgumentParser, request: type[Any], skip: Collection[str] = VERDICT_FIELDS
+) -> None:
+    """The options a request's fields declare, in their order; the verdict's options are
+    left to `verdict_options`, which every verdict command lists last."""
+    for field in dataclasses.fields(request):
+        found = option_of(field)
+        if field.name in skip or found is None:
+            continue
+        if isinstance(found, OneOf):
+            for one in found.options.values():
+                add_option(p, one)
+        else:
+            add_option(p, found, field.name)
+
+
+def request_of(request: type[Request], args: argparse.Namespace) -> Request:
+    """The request the parsed arguments give; a field several flags set says here when
+    more than one is given."""
+    given = vars(args)
+    values: dict[str, Any] = {}
+    for field in dataclasses.fields(request):  # type: ignore[arg-type]
+        found = option_of(field)
+        if isinstance(found, OneOf):
+            values[field.name] = found.value(given)
+        elif field.name in given:
+            values[field.name] = given[field.name]
+    return request(**values)
 
 
 def executor_option(p: argparse.ArgumentParser) -> None:
@@ -36,11 +93,8 @@ def with_executor(settings: Settings, args: argparse.Namespace) -> Settings:
 
 def verdict_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=["simple", "markdown"], default="simple")
-    p.add_argument(
-        "--threshold", dest="threshold_pct", type=float, default=THRESHOLD_PCT,
-        help="marker threshold, percent",
-    )  # fmt: skip
-    p.add_argument("--alpha", type=float, default=ALPHA, help="significance level")
+    add_option(p, THRESHOLD, "threshold_pct")
+    add_option(p, ALPHA)
 
 
 def json_option(p: argparse.ArgumentParser, what: str) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from orchestrator import engine
-from orchestrator.cli.common import Commands
+from orchestrator.cli.common import Commands, add_option, add_options, request_of
 from orchestrator.cli.console import Console
 from orchestrator.core.errors import UsageError
 from orchestrator.core.settings import Settings, with_gpu_arch
@@ -19,7 +19,8 @@ from orchestrator.images.gromacs import build_gromacs
 from orchestrator.images.llvm_tree import validate
 from orchestrator.images.render import known, render
 from orchestrator.images.toolchain_llvm import plan_toolchain_llvm, resolve_llvm
-from orchestrator.workflows.build import toolchain_for
+from orchestrator.workflows.build import BUILD_COMPILER, BuildRequest, toolchain_for
+from orchestrator.workflows.options import DRY_RUN
 from orchestrator.workflows.prune import DEFAULT_KEEP, prune
 from orchestrator.workflows.rebuild import REBUILD_REPO
 
@@ -35,20 +36,7 @@ def register(sub: Commands) -> None:
     p.set_defaults(handler=base)
 
     p = sub.add_parser("build", help="build stable, dev or toolchain images")
-    p.add_argument("what", choices=["stable", "dev", "toolchain"])
-    p.add_argument("--toolchain", help="toolchain image holding the dev compiler")
-    p.add_argument("--package", help="distribution compiler package for a toolchain (clang-16)")
-    p.add_argument("--llvm", help="LLVM commit in ORCH_LLVM_SOURCE, or a checkout path (as it is)")
-    p.add_argument(
-        "--from-build", metavar="PATH",
-        help="an LLVM you built: its build tree (~/llvm-project/build) or install prefix, "
-        "imported as the toolchain instead of building LLVM again",
-    )  # fmt: skip
-    p.add_argument(
-        "--plan", action="store_true",
-        help="with `toolchain --llvm`: what building that commit would compile and link "
-        "(ninja -n in the workspace, configured as a build), building nothing",
-    )  # fmt: skip
+    add_options(p, BuildRequest)
     gpu_arch_option(p)
     p.set_defaults(handler=build)
 
@@ -62,7 +50,7 @@ def register(sub: Commands) -> None:
         "--keep", type=int, default=DEFAULT_KEEP, metavar="N",
         help=f"LLVM toolchains kept per platform, newest first (default {DEFAULT_KEEP})",
     )  # fmt: skip
-    p.add_argument("--dry-run", action="store_true", help="say what would go; remove nothing")
+    add_option(p, DRY_RUN.but(help="say what would go; remove nothing"))
     p.add_argument(
         "--sizes", action="store_true",
         help="the workspace volumes' sizes too (the engine walks their files: seconds)",
@@ -100,26 +88,26 @@ def base(args: argparse.Namespace, settings: Settings, console: Console) -> int:
 
 def build(args: argparse.Namespace, settings: Settings, console: Console) -> int:
     settings = with_gpu_arch(settings, args.gpu_arch)
-    _check_build(args, settings)  # every mistake said at once, before the engine is asked
+    request = request_of(BuildRequest, args)  # two compilers are said here
+    _check_build(request, settings)  # every mistake said at once, before the engine is asked
     client = engine.connect()
-    if args.plan:
-        if args.what != "toolchain" or not args.llvm:
+    compiler = request.compiler
+    if request.plan:
+        if request.what != "toolchain" or compiler is None or compiler.kind != "llvm":
             raise UsageError("--plan goes with `build toolchain --llvm <commit>`.")
-        plan = plan_toolchain_llvm(client, settings, args.llvm, emit=console)
+        plan = plan_toolchain_llvm(client, settings, compiler.name, emit=console)
         print(plan.summary())
         links = list(plan.linked)
         more = f" and {len(links) - 12} more" if len(links) > 12 else ""
         print(f"links: {', '.join(links[:12]) or 'nothing'}{more}")
         return 0
     toolchain = None
-    if args.what != "stable":
-        toolchain = toolchain_for(
-            client, settings, llvm=args.llvm, package=args.package, toolchain=args.toolchain,
-            from_build=args.from_build, emit=console,
-        )  # fmt: skip
-    if args.what != "toolchain":
-        print(build_gromacs(client, settings, args.what, toolchain_tag=toolchain, emit=console).tag)
-    elif toolchain is None or args.toolchain:
+    if request.what != "stable":
+        toolchain = toolchain_for(client, settings, compiler, emit=console)
+    if request.what != "toolchain":
+        print(build_gromacs(client, settings, request.what, toolchain_tag=toolchain,
+                            emit=console).tag)  # fmt: skip
+    elif toolchain is None or (compiler is not None and compiler.kind == "toolchain"):
         raise UsageError(
             "`build toolchain` needs --package <clang-N|gcc-N>, --llvm <commit> or "
             "--from-build <your LLVM build tree>."
@@ -129,25 +117,23 @@ def build(args: argparse.Namespace, settings: Settings, console: Console) -> int
     return 0
 
 
-def _check_build(args: argparse.Namespace, settings: Settings) -> None:
+def _check_build(request: BuildRequest, settings: Settings) -> None:
     """The compiler choice, the commit and the build tree, in seconds and without the
     engine: a mistake must not wait for the builder image or an LLVM build."""
-    given = [f"--{n.replace('_', '-')}" for n in ("llvm", "package", "toolchain", "from_build")
-             if getattr(args, n)]  # fmt: skip
-    if len(given) > 1:
-        raise UsageError(f"Give one compiler at most (got {' and '.join(given)}).")
-    if args.what == "stable" and given:
-        raise UsageError(f"`build stable` uses the stable compiler; {given[0]} goes with "
+    compiler = request.compiler
+    if request.what == "stable" and compiler is not None:
+        flag = BUILD_COMPILER.flag(compiler.kind)
+        raise UsageError(f"`build stable` uses the stable compiler; {flag} goes with "
                          "`build dev` or `build toolchain`.")  # fmt: skip
-    if args.what == "toolchain" and not (args.llvm or args.package or args.from_build):
+    if request.what == "toolchain" and (compiler is None or compiler.kind == "toolchain"):
         raise UsageError(
             "`build toolchain` needs --package <clang-N|gcc-N>, --llvm <commit> or "
             "--from-build <your LLVM build tree>."
         )
-    if args.from_build:
-        validate(args.from_build)
-    if args.llvm:
-        resolve_llvm(settings, args.llvm)
+    if compiler is not None and compiler.kind == "tree":
+        validate(compiler.name)
+    if compiler is not None and compiler.kind == "llvm":
+        resolve_llvm(settings, compiler.name)
 
 
 def images(args: argparse.Namespace, settings: Settings, console: Console) -> int:

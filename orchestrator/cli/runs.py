@@ -14,6 +14,7 @@ from tabulate import tabulate
 from orchestrator import engine
 from orchestrator.cli.common import (
     Commands,
+    add_option,
     executor_option,
     json_option,
     print_json,
@@ -30,6 +31,7 @@ from orchestrator.runs.clean import clean_runs
 from orchestrator.runs.executors import Job, LocalExecutor, executor_for
 from orchestrator.runs.recipe import find_recipes
 from orchestrator.store import layout, records, runstore
+from orchestrator.workflows.options import CPU_ONLY, DRY_RUN, STEPS
 
 PROFILES = ("none", "trace", "counters", "systrace")
 
@@ -62,15 +64,14 @@ def register(sub: Commands) -> None:
         "--counters-args", default=None, metavar="ARGS",
         help="rocprof-compute profile arguments that narrow its passes, e.g. \"-k nbnxm\"",
     )  # fmt: skip
-    p.add_argument("--steps", type=int, default=None)
+    add_option(p, STEPS)
     p.add_argument("--device", type=int, default=0, help="GPU index (rocm)")
-    p.add_argument(
-        "--cpu-only", action="store_true",
-        help="run a GPU build on the host CPU only (-nb cpu -pme cpu, no devices)",
-    )  # fmt: skip
+    add_option(p, CPU_ONLY.but(
+        help="run a GPU build on the host CPU only (-nb cpu -pme cpu, no devices)"
+    ))  # fmt: skip
     p.add_argument("--timeout", type=float, default=3600.0, help="wall-clock limit, seconds")
     p.add_argument("--inputs-dir", type=Path, default=None, help="pre-downloaded archives")
-    p.add_argument("--dry-run", action="store_true", help="print the container configuration")
+    add_option(p, DRY_RUN.but(help="print the container configuration"))
     executor_option(p)
     p.add_argument(
         "--no-database", dest="record", action="store_false",
@@ -85,7 +86,7 @@ def register(sub: Commands) -> None:
     json_option(v, "every run's state, headline value and why")
     v.set_defaults(handler=list_runs)
     v = verbs.add_parser("clean", help="remove containers of dead runs, close their records")
-    v.add_argument("--dry-run", action="store_true", help="say what would be done")
+    add_option(v, DRY_RUN.but(help="say what would be done"))
     v.set_defaults(handler=clean)
 
     p = sub.add_parser(

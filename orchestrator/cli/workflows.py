@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from pathlib import Path
 
 from tabulate import tabulate
@@ -11,8 +10,11 @@ from tabulate import tabulate
 from orchestrator import engine
 from orchestrator.cli.common import (
     Commands,
+    add_option,
+    add_options,
     executor_option,
     print_json,
+    request_of,
     verdict_command,
     verdict_options,
     with_executor,
@@ -30,49 +32,13 @@ from orchestrator.workflows.bench import bench
 from orchestrator.workflows.bench_plan import BenchRequest, plan, plan_text, settle
 from orchestrator.workflows.bisect import BisectRequest, bisect, check, plan_lines
 from orchestrator.workflows.matrix import Cell, load_matrix, matrix
+from orchestrator.workflows.options import TAG
 from orchestrator.workflows.rebuild import rebuild, summary
-
-BENCH_FIELDS = {f.name for f in dataclasses.fields(BenchRequest)}
 
 
 def register(sub: Commands) -> None:
     p = sub.add_parser("bench", help="the compiler loop: build, run both sides, diff")
-    p.add_argument(
-        "--llvm",
-        help="LLVM commit (measured against its parent) or a checkout path: the working tree "
-        "as it is (against its HEAD)",
-    )
-    p.add_argument("--toolchain", help="existing toolchain image holding the dev compiler")
-    p.add_argument("--package", help="distribution compiler package for the toolchain (clang-16)")
-    p.add_argument("--against-llvm", help="baseline: this LLVM commit instead of the parent")
-    p.add_argument("--against-toolchain", help="baseline: the dev build of this toolchain image")
-    p.add_argument("--against-package", help="baseline: the dev build of this compiler package")
-    p.add_argument(
-        "--against",
-        help="baseline: `stable` (the vendor compiler's image) or an existing GROMACS build",
-    )
-    p.add_argument(
-        "--cpu-only", action="store_true",
-        help="run GPU builds on the host CPU only (no GPU here): the verdict is host code's",
-    )  # fmt: skip
-    p.add_argument(
-        "--system", default=None,
-        help="recipe system (default: water); auto: the cheapest that runs the changed kernels",
-    )  # fmt: skip
-    p.add_argument(
-        "--measure-anyway", action="store_true",
-        help="run both sides even when the codegen diff finds no kernel changed",
-    )  # fmt: skip
-    p.add_argument("--tag", default=None)
-    p.add_argument("--steps", type=int, default=None)
-    p.add_argument("--repeats", default="auto", help="interleaved pairs: N, auto, auto:MAX")
-    p.add_argument("--budget", help="the runs' time (10m, 90s, 1h): pairs and steps fitted to it")
-    p.add_argument("--no-llvm-rebuild", action="store_true")
-    p.add_argument("--no-gmx-rebuild", action="store_true")
-    p.add_argument(
-        "--dry-run", action="store_true",
-        help="print the plan (images built or reused, runs, estimated times); build nothing",
-    )  # fmt: skip
+    add_options(p, BenchRequest)
     gpu_arch_option(p)
     executor_option(p)
     verdict_options(p)
@@ -80,18 +46,7 @@ def register(sub: Commands) -> None:
     p.set_defaults(handler=run_bench, mdrun_args=[])
 
     p = sub.add_parser("bisect", help="find the LLVM commit that made a metric slower")
-    p.add_argument("--good", required=True, help="an LLVM commit that is not slower")
-    p.add_argument("--bad", required=True, help="a later LLVM commit that is slower")
-    p.add_argument("--system", default=None, help="recipe system (a kernel recipe builds fastest)")
-    p.add_argument("--category", dest="metric", help="ns/day, a category or a recipe metric")
-    p.add_argument(
-        "--repeats", default="6", help="interleaved pairs per step, even (twice if undecided)"
-    )
-    p.add_argument("--steps", type=int, default=None)
-    p.add_argument("--cpu-only", action="store_true", help="GPU builds on the host CPU only")
-    p.add_argument(
-        "--dry-run", action="store_true", help="print the plan (steps, runs, times); build nothing"
-    )
+    add_options(p, BisectRequest)
     gpu_arch_option(p)
     executor_option(p)
     verdict_options(p)
@@ -101,7 +56,7 @@ def register(sub: Commands) -> None:
         "matrix", help="systems × builds × repeats (× GPU types) from a TOML file, summarised"
     )
     p.add_argument("file", type=Path, help="the matrix (see docs/platforms.md, `matrix`)")
-    p.add_argument("--tag", default=None, help="the runs' tag (default: <name>-<UTC time>)")
+    add_option(p, TAG.but(help="the runs' tag (default: <name>-<UTC time>)"))
     executor_option(p)
     verdict_options(p)
     p.set_defaults(handler=run_matrix)
@@ -132,8 +87,8 @@ def register(sub: Commands) -> None:
 
 
 def run_bench(args: argparse.Namespace, settings: Settings, console: Console) -> int:
-    request = BenchRequest(**{k: v for k, v in vars(args).items() if k in BENCH_FIELDS})
     settings = with_gpu_arch(with_executor(settings, args), args.gpu_arch)
+    request = request_of(BenchRequest, args)  # two compilers for one side are said here
     settled = settle(settings, request)  # every mistake said here, before the engine is asked
     if request.dry_run:
         for note in settled.notes:
@@ -168,15 +123,10 @@ def run_bench(args: argparse.Namespace, settings: Settings, console: Console) ->
 
 
 def run_bisect(args: argparse.Namespace, settings: Settings, console: Console) -> int:
-    repeats = int(args.repeats) if args.repeats.isdigit() else args.repeats
-    request = BisectRequest(
-        good=args.good, bad=args.bad, system=args.system, metric=args.metric, repeats=repeats,
-        steps=args.steps, cpu_only=args.cpu_only, threshold_pct=args.threshold_pct,
-        alpha=args.alpha,
-    )  # fmt: skip
+    request = request_of(BisectRequest, args)
     settings = with_gpu_arch(with_executor(settings, args), args.gpu_arch)
     checked = check(settings, request)  # every mistake said here, before the engine is asked
-    if args.dry_run:
+    if request.dry_run:
         for note in checked.notes:
             console(Message(note))
         print(plan_text(plan_lines(settings, checked)))

@@ -38,8 +38,8 @@ from orchestrator.verdict.judge import compare_groups
 from orchestrator.verdict.model import Direction
 from orchestrator.workflows.bench_plan import BenchRequest as BenchRequest  # its callers' name
 from orchestrator.workflows.bench_plan import (
+    BenchSide,
     Settled,
-    Side,
     llvm_settings,
     settle,
 )
@@ -264,29 +264,29 @@ def images(client: Client, settings: Settings, settled: Settled, emit: Emit) -> 
 
 
 def _side(
-    client: Client, settings: Settings, req: BenchRequest, side: Side, rebuild: bool,
+    client: Client, settings: Settings, req: BenchRequest, side: BenchSide, rebuild: bool,
     emit: Emit, name: str,
 ) -> ImageRecord:  # fmt: skip
     """One side's GROMACS build (or, for a kernel benchmark, its toolchain image)."""
-    if side.build:
-        image = engine.image(client, gromacs_ref(side.build))
+    kind, named = side.compiler.kind, side.compiler.name
+    if kind == "build":
+        image = engine.image(client, gromacs_ref(named))
         if image is None or label("build") not in image.labels:
             raise UserError(
-                f"--against {side.build}: no GROMACS image {gromacs_ref(side.build)} of this "
+                f"--against {named}: no GROMACS image {gromacs_ref(named)} of this "
                 "tool in the engine. `nox -s images` lists the builds there are."
             )
         return record_of(image)
     if side.stable:
         emit(Step("GROMACS stable image"))
         return build_gromacs(client, settings, "stable", emit=emit)
-    if side.llvm_rev:
-        emit(Step(f"{name} ({side.words}): LLVM toolchain at {side.llvm_rev}"))
-    elif side.package:
-        emit(Step(f"{name}: toolchain image from {side.package}"))
+    if kind == "llvm":
+        emit(Step(f"{name} ({side.words}): LLVM toolchain at {named}"))
+    elif kind == "package":
+        emit(Step(f"{name}: toolchain image from {named}"))
     tag = toolchain_for(
-        client, llvm_settings(settings, side), llvm=side.llvm_rev, package=side.package,
-        toolchain=side.toolchain, rebuild=rebuild, emit=emit,
-    )  # fmt: skip
+        client, llvm_settings(settings, side), side.compiler, rebuild=rebuild, emit=emit
+    )
     assert tag is not None, side
     if _kernel(settings, req):
         image = engine.image(client, tag)

@@ -31,7 +31,6 @@ from orchestrator.platforms.roles import Platform
 from orchestrator.runs.recipe import load_system
 from orchestrator.runs.runner import check_limits
 from orchestrator.store.layout import lockfiles
-from orchestrator.verdict.defaults import ALPHA, THRESHOLD_PCT
 from orchestrator.verdict.paired import MIN_PAIRS, repeat_plan
 from orchestrator.workflows.budget import (
     Fit,
@@ -41,64 +40,105 @@ from orchestrator.workflows.budget import (
     stored_runs,
     traced,
 )
+from orchestrator.workflows.build import CompilerSpec
+from orchestrator.workflows.options import (
+    ALPHA,
+    CPU_ONLY,
+    DRY_RUN,
+    REPEATS,
+    STEPS,
+    SYSTEM,
+    TAG,
+    THRESHOLD,
+    OneOf,
+    Option,
+    option,
+)
 from orchestrator.workflows.placement import AUTO
-
-
-@dataclass
-class BenchRequest:
-    """The candidate's compiler (at most one of `llvm`, `toolchain`, `package`; none: A/A),
-    the baseline's (`against_*`, or a built image `against`; none: the stable image), and
-    how to run and judge them."""
-
-    llvm: str | None = None
-    toolchain: str | None = None
-    package: str | None = None
-    against_llvm: str | None = None
-    against_toolchain: str | None = None
-    against_package: str | None = None
-    against: str | None = None
-    cpu_only: bool = False
-    system: str | None = None
-    tag: str | None = None
-    steps: int | None = None
-    #: Interleaved pairs: a number, "auto" or "auto:MAX" (`verdict.paired.repeat_plan`).
-    repeats: int | str = "auto"
-    no_llvm_rebuild: bool = False
-    no_gmx_rebuild: bool = False
-    #: None: the kernel trace where the image's stack has a profiler, else none.
-    profile: ProfileMode | None = None
-    mdrun_args: list[str] = field(default_factory=list)
-    threshold_pct: float = THRESHOLD_PCT
-    alpha: float = ALPHA
-    #: Measure even when no kernel changed (the codegen diff finds nothing to measure).
-    measure_anyway: bool = False
-    #: Print the plan (images built or reused, runs, estimated times); build nothing.
-    dry_run: bool = False
-    #: The runs' time (`10m`, `90s`, `1h`): pairs, and steps where a trace allows, fitted
-    #: to it (`workflows.budget`); None: ORCH_BENCH_BUDGET, else no budget.
-    budget: str | None = None
-
 
 #: `--against stable`: the stable image (the vendor compiler), today's "dev vs stable".
 STABLE = "stable"
 
 
+def _against(kind: str, name: str) -> CompilerSpec:
+    """`--against stable` is the stable image; any other name an existing GROMACS build."""
+    return CompilerSpec("stable") if name == STABLE else CompilerSpec.of(kind, name)
+
+
+@dataclass
+class BenchRequest:
+    """The candidate's compiler (none: A/A), the baseline's (none: the candidate's parent
+    or `HEAD`, else the stable image), and how to run and judge them. Each field declares
+    its `bench` option (`workflows.options`), in the order `--help` lists them."""
+
+    candidate: CompilerSpec | None = option(OneOf(
+        {
+            "llvm": Option("--llvm", help="LLVM commit (measured against its parent) or a "
+                           "checkout path: the working tree as it is (against its HEAD)"),
+            "toolchain": Option("--toolchain",
+                                help="existing toolchain image holding the dev compiler"),
+            "package": Option("--package",
+                              help="distribution compiler package for the toolchain (clang-16)"),
+        },
+        CompilerSpec.of, "Give at most one of --llvm, --toolchain and --package (got {given}): "
+        "they name the candidate's compiler.",
+    ))  # fmt: skip
+    baseline: CompilerSpec | None = option(OneOf(
+        {
+            "llvm": Option("--against-llvm",
+                           help="baseline: this LLVM commit instead of the parent"),
+            "toolchain": Option("--against-toolchain",
+                                help="baseline: the dev build of this toolchain image"),
+            "package": Option("--against-package",
+                              help="baseline: the dev build of this compiler package"),
+            "build": Option("--against", help="baseline: `stable` (the vendor compiler's "
+                            "image) or an existing GROMACS build"),
+        },
+        _against, "Give at most one of --against, --against-llvm, --against-toolchain and "
+        "--against-package (got {given}): they name the baseline.",
+        order=("build", "llvm", "toolchain", "package"),
+    ))  # fmt: skip
+    cpu_only: bool = option(CPU_ONLY, help="run GPU builds on the host CPU only (no GPU "
+                            "here): the verdict is host code's")  # fmt: skip
+    system: str | None = option(SYSTEM, help="recipe system (default: water); auto: the "
+                                "cheapest that runs the changed kernels")  # fmt: skip
+    #: Measure even when no kernel changed (the codegen diff finds nothing to measure).
+    measure_anyway: bool = option(default=False, help="run both sides even when the codegen "
+                                  "diff finds no kernel changed")  # fmt: skip
+    tag: str | None = option(TAG)
+    steps: int | None = option(STEPS)
+    #: Interleaved pairs: a number, "auto" or "auto:MAX" (`results.paired.repeat_plan`).
+    repeats: int | str = option(
+        REPEATS, default="auto", help="interleaved pairs: N, auto, auto:MAX"
+    )
+    #: The runs' time (`10m`, `90s`, `1h`): pairs, and steps where a trace allows, fitted
+    #: to it (`workflows.budget`); None: ORCH_BENCH_BUDGET, else no budget.
+    budget: str | None = option(help="the runs' time (10m, 90s, 1h): pairs and steps fitted to it")
+    no_llvm_rebuild: bool = option(default=False)
+    no_gmx_rebuild: bool = option(default=False)
+    #: Print the plan (images built or reused, runs, estimated times); build nothing.
+    dry_run: bool = option(DRY_RUN, help="print the plan (images built or reused, runs, "
+                           "estimated times); build nothing")  # fmt: skip
+    threshold_pct: float = option(THRESHOLD)
+    alpha: float = option(ALPHA)
+    #: None: the kernel trace where the image's stack has a profiler, else none.
+    profile: ProfileMode | None = None
+    mdrun_args: list[str] = field(default_factory=list)
+
+
 @dataclass(frozen=True)
-class Side:
-    """One side's compiler: an LLVM revision in a source, a package, a toolchain image or
-    an existing GROMACS build; none of them: the stable image."""
+class BenchSide:
+    """One side's compiler as resolved: an LLVM revision (in a source both sides share), a
+    package, a toolchain image, an existing GROMACS build, or the stable image."""
 
     words: str  # how the headline names it: `parent 1a2b3c4d`, `HEAD 1a2b3c4d`, `stable`
+    compiler: CompilerSpec
     llvm: ResolvedCommit | None = None
-    llvm_source: str | None = None  # where `llvm_rev` resolves: both sides share a workspace
-    llvm_rev: str | None = None
-    package: str | None = None
-    toolchain: str | None = None
-    build: str | None = None
+    llvm_source: str | None = None  # where an LLVM revision resolves: one workspace
 
     @property
     def stable(self) -> bool:
-        return not (self.llvm_rev or self.package or self.toolchain or self.build)
+        return self.compiler.kind == "stable"
 
 
 @dataclass(frozen=True)
@@ -106,8 +146,8 @@ class Settled:
     """A checked request, its two sides, and what was adjusted (said before the runs)."""
 
     request: BenchRequest
-    baseline: Side
-    candidate: Side | None  # None: the baseline against itself (A/A, the noise floor)
+    baseline: BenchSide
+    candidate: BenchSide | None  # None: the baseline against itself (A/A, the noise floor)
     notes: list[str] = field(default_factory=list)
 
 
@@ -127,20 +167,9 @@ def check_numbers(
 
 
 def check_options(req: BenchRequest) -> tuple[BenchRequest, list[str]]:
-    """Every number and exclusive choice of `req`, with each fix said; pairs raised to
-    what a verdict needs and to an even count (ABBA order cancels a linear drift only
-    over an even number of pairs, as in bisect)."""
-    compilers = [f"--{n}" for n in ("llvm", "toolchain", "package") if getattr(req, n)]
-    if len(compilers) > 1:
-        raise UsageError(f"Give at most one of --llvm, --toolchain and --package (got "
-                         f"{' and '.join(compilers)}): they name the candidate's "
-                         "compiler.")  # fmt: skip
-    names = ("against", "against_llvm", "against_toolchain", "against_package")
-    bases = [f"--{n.replace('_', '-')}" for n in names if getattr(req, n)]
-    if len(bases) > 1:
-        raise UsageError(f"Give at most one of --against, --against-llvm, --against-toolchain "
-                         f"and --against-package (got {' and '.join(bases)}): they name the "
-                         "baseline.")  # fmt: skip
+    """Every number of `req`, with each fix said (one compiler a side is its type's);
+    pairs raised to what a verdict needs and to an even count (ABBA order cancels a
+    linear drift only over an even number of pairs, as in bisect)."""
     check_numbers(steps=req.steps, threshold_pct=req.threshold_pct, alpha=req.alpha)
     if req.budget is not None:
         budget_seconds(req.budget)  # a bad --budget says what it takes
@@ -167,40 +196,34 @@ def settle(settings: Settings, req: BenchRequest) -> Settled:
     if req.system != AUTO:
         load_system(req.system, settings.recipes_dirs)  # an unknown system names the known
         fitted(settings, req)
-    candidate: Side | None = None
-    if req.llvm:
-        commit = resolve_llvm(settings, req.llvm)
-        candidate = Side(f"LLVM {commit.label}", commit, commit.source if not is_url(
-            commit.source) else settings.llvm_source, req.llvm)  # fmt: skip
-    elif req.toolchain:
-        candidate = Side(req.toolchain, toolchain=req.toolchain)
-    elif req.package:
-        candidate = Side(req.package, package=req.package)
+    candidate: BenchSide | None = None
+    spec = req.candidate
+    if spec is not None and spec.kind == "llvm":
+        commit = resolve_llvm(settings, spec.name)
+        candidate = BenchSide(f"LLVM {commit.label}", spec, commit, commit.source if not is_url(
+            commit.source) else settings.llvm_source)  # fmt: skip
+    elif spec is not None:
+        candidate = BenchSide(spec.name or STABLE, spec)
     return Settled(req, _baseline(settings, req, candidate), candidate, notes)
 
 
-def _baseline(settings: Settings, req: BenchRequest, candidate: Side | None) -> Side:
-    if req.against == STABLE:
-        return Side(STABLE)
-    if req.against:
-        return Side(req.against, build=req.against)
-    if req.against_toolchain:
-        return Side(req.against_toolchain, toolchain=req.against_toolchain)
-    if req.against_package:
-        return Side(req.against_package, package=req.against_package)
+def _baseline(settings: Settings, req: BenchRequest, candidate: BenchSide | None) -> BenchSide:
+    spec = req.baseline
+    if spec is not None and spec.kind != "llvm":
+        return BenchSide(spec.name or STABLE, spec)
     local = candidate is not None and candidate.llvm is not None and not is_url(
         candidate.llvm.source)  # fmt: skip
     source = candidate.llvm.source if local and candidate and candidate.llvm else None
-    if req.against_llvm:  # in the candidate's checkout when it has one: one workspace
+    if spec is not None:  # in the candidate's checkout when it has one: one workspace
         lookup = settings.model_copy(update={"llvm_source": source}) if source else settings
-        commit = resolve_llvm(lookup, req.against_llvm)
-        return Side(f"LLVM {commit.label}", commit, source or settings.llvm_source,
-                    req.against_llvm)  # fmt: skip
+        commit = resolve_llvm(lookup, spec.name)
+        return BenchSide(f"LLVM {commit.label}", spec, commit, source or settings.llvm_source)
     if candidate is None or candidate.llvm is None:
-        return Side(STABLE)  # A/A, or a package or toolchain: no parent to speak of
+        # A/A, or a package or toolchain: no parent to speak of
+        return BenchSide(STABLE, CompilerSpec("stable"))
     base = base_of(candidate.llvm)
     how = "HEAD" if candidate.llvm.dirty else "parent"
-    return Side(f"{how} {base.short}", base, base.source, base.full)
+    return BenchSide(f"{how} {base.short}", CompilerSpec("llvm", base.full), base, base.source)
 
 
 def fitted(
@@ -219,8 +242,8 @@ def fitted(
                trace=trace)  # fmt: skip
 
 
-def llvm_settings(settings: Settings, side: Side) -> Settings:
-    """The settings that resolve `side.llvm_rev` where the side was resolved."""
+def llvm_settings(settings: Settings, side: BenchSide) -> Settings:
+    """The settings that resolve the side's LLVM revision where the side was resolved."""
     if side.llvm_source is None or side.llvm_source == settings.llvm_source:
         return settings
     return settings.model_copy(update={"llvm_source": side.llvm_source})
@@ -254,14 +277,16 @@ def plan(client: Client, settings: Settings, settled: Settled) -> list[PlanLine]
 
 
 def _side_lines(
-    settings: Settings, name: str, side: Side, records: list[ImageRecord], locks: list[Lockfile]
-) -> list[PlanLine]:
+    settings: Settings, name: str, side: BenchSide, records: list[ImageRecord],
+    locks: list[Lockfile],
+) -> list[PlanLine]:  # fmt: skip
     platform = active(settings).name
     mine = [r for r in records if r.platform == platform and r.tag != DEV_CURRENT]
-    if side.build:
-        found = [r for r in mine if r.build == side.build or r.tag == side.build]
+    kind, named = side.compiler.kind, side.compiler.name
+    if kind == "build":
+        found = [r for r in mine if r.build == named or r.tag == named]
         if not found:
-            raise UsageError(f"--against {side.build}: no GROMACS build of that name here; "
+            raise UsageError(f"--against {named}: no GROMACS build of that name here; "
                              "`nox -s images` lists those there are.")  # fmt: skip
         return [PlanLine(f"{name} ({side.words}): reuse {found[0].tag}", 0.0, "exists")]
     if side.stable:
@@ -271,7 +296,7 @@ def _side_lines(
         return [PlanLine(f"{name} (stable): build GROMACS with the vendor compiler",
                          *_estimate(locks, platform, "stable"))]  # fmt: skip
     lines = []
-    tag = side.toolchain
+    tag = named if kind == "toolchain" else None
     if side.llvm is not None:
         tag = llvm_tag(llvm_settings(settings, side), side.llvm)
         if any(r.tag == tag for r in records):
@@ -280,7 +305,7 @@ def _side_lines(
             lines.append(PlanLine(f"{name} ({side.words}): build LLVM {side.llvm.label} in the "
                                   "workspace", None, "hours the first time, minutes after a "
                                   "one-file edit"))  # fmt: skip
-    elif side.package:
+    elif kind == "package":
         lines.append(PlanLine(f"{name} ({side.words}): toolchain image from the package",
                               None, "a package install: minutes"))  # fmt: skip
     built = [r for r in mine if r.kind == "gromacs" and tag and r.toolchain == tag]

@@ -48,29 +48,45 @@ from orchestrator.runs.recipe import load_system
 from orchestrator.store.database import Database, bisect_steps, bisects
 from orchestrator.store.layout import group_of
 from orchestrator.verdict.compare import Comparison
-from orchestrator.verdict.defaults import ALPHA, THRESHOLD_PCT
 from orchestrator.verdict.history import Bisect, BisectStep, BisectVerdict
 from orchestrator.verdict.model import Direction, Verdict
 from orchestrator.verdict.paired import MIN_PAIRS, repeat_plan
 from orchestrator.workflows.bench import BenchRequest, bench
 from orchestrator.workflows.bench_plan import PlanLine, check_numbers, run_seconds
-from orchestrator.workflows.build import toolchain_for
+from orchestrator.workflows.build import CompilerSpec, toolchain_for
+from orchestrator.workflows.options import (
+    ALPHA,
+    CPU_ONLY,
+    DRY_RUN,
+    REPEATS,
+    STEPS,
+    SYSTEM,
+    THRESHOLD,
+    as_pairs,
+    option,
+)
 from orchestrator.workflows.placement import AUTO
 
 
 @dataclass
 class BisectRequest:
-    good: str
-    bad: str
-    system: str | None = None
+    """The two ends and how each step is measured and judged; each field declares its
+    `bisect` option (`workflows.options`), in the order `--help` lists them."""
+
+    good: str = option(required=True, help="an LLVM commit that is not slower")
+    bad: str = option(required=True, help="a later LLVM commit that is slower")
+    system: str | None = option(SYSTEM, help="recipe system (a kernel recipe builds fastest)")
     #: ns/day, a category, or a kernel recipe's metric; None: the system's headline.
-    metric: str | None = None
+    metric: str | None = option(flag="--category", help="ns/day, a category or a recipe metric")
     #: Interleaved pairs per step, even (an odd number is rounded up).
-    repeats: int | str = 6
-    steps: int | None = None
-    cpu_only: bool = False
-    threshold_pct: float = THRESHOLD_PCT
-    alpha: float = ALPHA
+    repeats: int | str = option(REPEATS, type=as_pairs, default=6, help="interleaved pairs "
+                                "per step, even (twice if undecided)")  # fmt: skip
+    steps: int | None = option(STEPS)
+    cpu_only: bool = option(CPU_ONLY, help="GPU builds on the host CPU only")
+    #: Print the plan (steps, runs, times); build nothing.
+    dry_run: bool = option(DRY_RUN, help="print the plan (steps, runs, times); build nothing")
+    threshold_pct: float = option(THRESHOLD)
+    alpha: float = option(ALPHA)
 
 
 @dataclass
@@ -287,9 +303,9 @@ def _measure(
     """A bench of `commit` against the good commit; `midpoint` None: is it slower at all."""
     tag = f"{record.bisect_id.removeprefix('bisect-')}-s{len(record.steps)}"
     outcome = bench(client, settings, BenchRequest(
-        llvm=commit, against_llvm=record.good, system=req.system, tag=tag, steps=req.steps,
-        repeats=req.repeats, cpu_only=req.cpu_only, threshold_pct=req.threshold_pct,
-        alpha=req.alpha, measure_anyway=True,
+        candidate=CompilerSpec("llvm", commit), baseline=CompilerSpec("llvm", record.good),
+        system=req.system, tag=tag, steps=req.steps, repeats=req.repeats, cpu_only=req.cpu_only,
+        threshold_pct=req.threshold_pct, alpha=req.alpha, measure_anyway=True,
     ), emit)  # fmt: skip
     cmp = outcome.comparison
     assert cmp is not None  # measure_anyway: always measured
@@ -310,7 +326,7 @@ def _code(
     """The identity of the code `commit`'s compiler makes for the system (its toolchain and
     image from the caches, as the bench of it would build them); None when it has none."""
     system = load_system(req.system, settings.recipes_dirs)
-    tag = toolchain_for(client, settings, llvm=commit, emit=emit)
+    tag = toolchain_for(client, settings, CompilerSpec("llvm", commit), emit=emit)
     assert tag is not None, commit
     if isinstance(system, ResolvedKernel):
         image = kernels.ensure(client, settings, tag, system.program, emit)
