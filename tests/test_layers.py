@@ -17,8 +17,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "orchestrator"
 #: Lowest first; a module may import its own layer and the layers before it.
 LAYERS = [
-    "core", "engine", "parsers", "platforms", "images", "store", "runs", "verdict", "results",
-    "report", "workflows", "cli",
+    "core", "engine", "parsers", "platforms", "images", "store", "runs", "verdict", "report",
+    "workflows", "cli",
 ]  # fmt: skip
 #: Where a module's layer is not its top folder's: a feature package (one folder for one idea)
 #: spans layers, so each of its modules is placed here, the longest prefix winning.

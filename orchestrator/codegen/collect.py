@@ -35,7 +35,7 @@ def run_probe(client: Client, image_id: str, record: ImageRecord) -> Codegen:
     """Run the probe in `image_id` (an image with `record`'s labels); its codegen."""
     platform = get(record.platform or "cpu")
     command = platform.codegen.codegen_probe(
-        "fingerprint", _prefix(record), record.rocm_stack, release=record.rocm_version
+        "codegen", _prefix(record), record.rocm_stack, release=record.rocm_version
     )
     code, out = probe(client, image_id, command, timeout=PROBE_TIMEOUT, stderr=False)
     if code != 0:
@@ -45,7 +45,9 @@ def run_probe(client: Client, image_id: str, record: ImageRecord) -> Codegen:
             f"{why.strip().splitlines()[-1][:300] if why.strip() else 'no output'}. Images "
             "built before code objects were kept cannot be fingerprinted; build it again."
         )
-    return parse_probe_output(out, source=f"image {record.tag}", build=record.tag)
+    return parse_probe_output(
+        out, source=f"image {record.tag}", build=record.tag, platform=record.platform
+    )
 
 
 def save(results_dir: Path, codegen: Codegen, tag: str) -> Path:

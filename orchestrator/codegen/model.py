@@ -20,9 +20,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from orchestrator.core.errors import UserError
+from orchestrator.core.settings import CHOICES
 from orchestrator.parsers.categories import base_name, classify
 from orchestrator.parsers.occupancy import occupancy_detail
 from orchestrator.payloads import codegen_probe
@@ -111,7 +112,8 @@ class Codegen(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     schema_version: int = SCHEMA_VERSION
-    platform: Literal["rocm", "cpu"]
+    #: The platform of the build it was read from (`codegen diff` compares like with like).
+    platform: str
     build: str | None = None  # image tag or build name, set by whoever stores it
     archs: list[str]
     tools: dict[str, str]
@@ -133,6 +135,15 @@ class Codegen(BaseModel):
         for key in sorted(self.kernels):
             found.setdefault(self.kernels[key].category, []).append(key)
         return found
+
+    @field_validator("platform")
+    @classmethod
+    def _known_platform(cls, value: str) -> str:
+        """A platform the registry knows (`orchestrator.platforms` enters the names)."""
+        known = CHOICES.get("platform")
+        if known is not None and value not in known:
+            raise ValueError(f"{value!r} is not a platform ({', '.join(known)})")
+        return value
 
 
 def cpu_classify(name: str) -> tuple[str, bool]:
@@ -208,8 +219,14 @@ def _damaged(source: str, what: str) -> UserError:
     )
 
 
-def parse_probe_output(text: str, *, source: str, build: str | None = None) -> Codegen:
-    """The probe's stdout -> Codegen; a clear UserError naming `source` if damaged."""
+def parse_probe_output(
+    text: str, *, source: str, build: str | None = None, platform: str | None = None
+) -> Codegen:
+    """The probe's stdout -> Codegen; a clear UserError naming `source` if damaged.
+
+    `platform` is the build's (its record says); without it, device code is taken for ROCm
+    and host code for the CPU, the two platforms whose images the probe read first.
+    """
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -221,7 +238,7 @@ def parse_probe_output(text: str, *, source: str, build: str | None = None) -> C
         raise _damaged(
             source, f"probe schema {raw.get('schema')!r}, expected {codegen_probe.SCHEMA}"
         )
-    platform = "rocm" if raw["mode"] == "gpu" else "cpu"
+    platform = platform or ("rocm" if raw["mode"] == "gpu" else "cpu")
     try:
         records = list(raw["functions"])
         kernels = [_kernel(r) for r in records]

@@ -157,7 +157,7 @@ class Lockfile(BaseModel):
     #: How long the build took and what the compile cache did (None before schema 3 data).
     build_seconds: float | None = None
     compile_cache: CompileCacheStats | None = None
-    #: The codegen fingerprint taken at build time (`<tag>.codegen.json` beside this file).
+    #: The codegen taken at build time (`<tag>.codegen.json` beside this file).
     codegen_functions: int | None = None
     codegen_seconds: float | None = None
     #: The AMDGPU code-object versions of its code objects, from that fingerprint (one,

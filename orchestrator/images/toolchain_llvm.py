@@ -43,7 +43,7 @@ TEMPLATE = "toolchain-llvm"
 LLVM_TARGETS = "AMDGPU;X86"
 EXAMPLE_LLVM = "d7fead0f"
 #: What the loop uses of LLVM (llvm/docs/BuildingADistribution.rst): the compilers, the
-#: tools the codegen fingerprint runs, and the two shared libraries they link.
+#: tools the codegen runs, and the two shared libraries they link.
 COMPONENTS = (
     "clang", "clang-resource-headers", "clang-offload-bundler", "lld",
     "llvm-objdump", "llvm-readobj", "llvm-readelf", "LLVM", "clang-cpp",

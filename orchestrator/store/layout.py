@@ -35,7 +35,7 @@ from pathlib import Path
 
 #: A run's record, and the per-category breakdown of a finished run.
 RESULT_FILE, BREAKDOWN_FILE = "result.json", "kernel_result.json"
-#: The codegen fingerprint of the image the run ran (`images.fingerprint`), for provenance.
+#: The codegen of the image the run ran (`codegen.collect`), for provenance.
 CODEGEN_FILE = "codegen.json"
 SCRIPT_FILE = "run.sh"
 INPUTS_DIR = "inputs"
@@ -63,7 +63,7 @@ TUNE_SUMMARY_FILE = "tune_summary.json"
 SCHEDULER_DIR = ".scheduler"
 #: Code diffs of a bench's changed kernels, kept for the report after the images go.
 ASM_DIR = ".asm"
-#: Lockfiles, codegen fingerprints and rebuild reports of images; their build logs.
+#: Lockfiles, codegens and rebuild reports of images; their build logs.
 IMAGES_DIR, LOGS_DIR = "images", "logs"
 LOCK_SUFFIX = ".lock.json"
 #: The results database when no server is named (`ORCH_DATABASE_URL`).
@@ -149,7 +149,7 @@ def lockfiles(results_dir: Path) -> list[Path]:
 
 
 def codegen_path(results_dir: Path, tag: str) -> Path:
-    """The codegen fingerprint an image's build took (`images.fingerprint`)."""
+    """The codegen fingerprint an image's build took (`codegen.collect`)."""
     return image_file(results_dir, tag, ".codegen.json")
 
 

@@ -127,7 +127,7 @@ class CpuCodegen(CodegenRole):
         )
 
     def codegen_probe(
-        self, mode: Literal["fingerprint", "asm"], prefix: str, variant: str | None,
+        self, mode: Literal["codegen", "asm"], prefix: str, variant: str | None,
         name: str | Sequence[str] | None = None, unit: str | None = None,
         arch: str | None = None, release: str | None = None,
     ) -> list[str]:  # fmt: skip

@@ -22,7 +22,7 @@ class RocmCodegen(CodegenRole):
     """The GPU code objects, by llvm-objdump; kernels by the build's HIP compiler."""
 
     def codegen_probe(
-        self, mode: Literal["fingerprint", "asm"], prefix: str, variant: str | None,
+        self, mode: Literal["codegen", "asm"], prefix: str, variant: str | None,
         name: str | Sequence[str] | None = None, unit: str | None = None,
         arch: str | None = None, release: str | None = None,
     ) -> list[str]:  # fmt: skip
