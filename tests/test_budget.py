@@ -154,7 +154,7 @@ def test_the_trace_is_where_a_gpu_run_is_profiled() -> None:
     assert not traced(rocm, "debian", None, False, mem)  # no profiler there
     assert not traced(rocm, "amd", "none", False, mem) and not traced(rocm, "amd", None, True, mem)
     assert not traced(cpu, None, "trace", False, mem)  # md.log's cycle counters, not a trace
-    assert not traced(rocm, "amd", None, False, bandwidth)  # a kernel benchmark has no steps
+    assert not traced(rocm, "amd", None, False, bandwidth)  # a microbenchmark has no steps
 
 
 def test_settle_refuses_a_budget_nothing_fits_before_anything_is_built(tmp_path: Path) -> None:

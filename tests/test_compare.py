@@ -359,13 +359,13 @@ def test_a_host_too_busy_to_judge_gives_no_marker_anywhere(tmp_path: Path) -> No
         )
 
 
-def test_a_kernel_benchmark_on_a_busy_host_gets_no_marker_either(tmp_path: Path) -> None:
-    from tests.test_kernels import _kernel_runs
+def test_a_microbenchmark_on_a_busy_host_gets_no_marker_either(tmp_path: Path) -> None:
+    from tests.test_microbench import _microbench_runs
 
     base = [{"ro_peak": 40 + d, "rw_peak": 20 + d} for d in (0.0, 0.4, -0.3, 0.2, -0.1)]
     cand = [{"ro_peak": 40 + d, "rw_peak": 24 + d} for d in (0.1, 0.3, -0.2, 0.2, 0.0)]
-    _kernel_runs(tmp_path, "base", base)
-    for path in _kernel_runs(tmp_path, "cand", cand)[:3]:
+    _microbench_runs(tmp_path, "base", base)
+    for path in _microbench_runs(tmp_path, "cand", cand)[:3]:
         _flag(path)
     store = RunStore(tmp_path)
     cmp = compare_groups(
@@ -373,7 +373,7 @@ def test_a_kernel_benchmark_on_a_busy_host_gets_no_marker_either(tmp_path: Path)
         store.finished("toolchain-clang16__bandwidth-64MiB-temporal__b"),
     )
     assert cmp.too_busy is not None and len(cmp.left_out) == 3
-    assert words.marker(cmp.metrics["rw_peak"]) == "•"  # 🚀 on a quiet host (test_kernels.py)
+    assert words.marker(cmp.metrics["rw_peak"]) == "•"  # 🚀 on a quiet host (test_microbench.py)
     assert "🚀" not in render(cmp) and "too busy to judge" in render(cmp)
 
 

@@ -27,7 +27,7 @@ from orchestrator.images.provenance import (
     load_lockfile,
     parse_lockfile,
 )
-from orchestrator.parsers.breakdown import KernelBreakdown
+from orchestrator.parsers.breakdown import Breakdown
 from orchestrator.runs.hostinfo import HostInfo
 from orchestrator.runs.liveness import STALE_SECONDS, Owner, heartbeat, heartbeat_age
 from orchestrator.store.layout import HEARTBEAT_FILE
@@ -191,7 +191,7 @@ def good_text(kind: str) -> str:
     if kind == "result":
         return record("b__w__t", finished=True, ns_per_day=1.0).model_dump_json(indent=2)
     if kind == "breakdown":
-        empty = KernelBreakdown(source="md.log", categories={}, kernels=[], unknown=[])
+        empty = Breakdown(source="md.log", categories={}, kernels=[], unknown=[])
         return empty.model_dump_json(indent=2)
     return lockfile().model_dump_json(indent=2)
 

@@ -42,9 +42,10 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-#: payloads/kernels/ holds programs that run inside kernel images (Kernel Tuner, numpy there);
+#: payloads/microbench/ holds programs that run inside microbenchmark images (Kernel Tuner,
+#: numpy there);
 #: store/migrations/ holds Alembic's scripts, which Alembic loads (they import nothing of ours).
-NOT_MODULES = (PACKAGE / "payloads" / "kernels", PACKAGE / "store" / "migrations")
+NOT_MODULES = (PACKAGE / "payloads" / "microbench", PACKAGE / "store" / "migrations")
 MODULES = {
     _module_name(p): p
     for p in sorted(PACKAGE.rglob("*.py"))

@@ -41,7 +41,7 @@ def _rocm(tmp_path: Path) -> RocmPlatform:
 
 
 def test_cpu_runs_drop_everything_and_keep_seccomp() -> None:
-    """GROMACS on the CPU platform, `--cpu-only` and CPU kernel runs all get these."""
+    """GROMACS on the CPU platform, `--cpu-only` and CPU microbenchmarks all get these."""
     shown = CpuPlatform().run.container_options(0, "trace").confined("1000:1000", 4096)
     assert shown.engine_kwargs() == {
         "user": "1000:1000",

@@ -129,10 +129,10 @@ def test_a_token_in_the_llvm_url_reaches_no_image_log_run_or_console(
         made = {image.id for image in engine.images.list(all=True)} - before
         environment = ensure_environment(engine, settings)
         kernels = {"label": f"gmxbench.build=toolchain-llvm-{commit[:8]}"}
-        kernel_images = [i.id for i in engine.images.list(filters=kernels)
+        microbench_images = [i.id for i in engine.images.list(filters=kernels)
                          if i.labels.get("gmxbench.kind") == "kernels"]  # fmt: skip
-        inspected = sorted(made | {tag, environment.tag, *kernel_images})
-        assert tag in inspected and kernel_images
+        inspected = sorted(made | {tag, environment.tag, *microbench_images})
+        assert tag in inspected and microbench_images
         without = server.url.replace(f"{USER}:{TOKEN}@", "")
         for ref in inspected:
             history = subprocess.run(["docker", "history", "--no-trunc", ref],

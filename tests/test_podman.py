@@ -3,7 +3,7 @@
 A Podman service of our own (`tests/podman.py`: isolated store, its own socket) gets the
 images from the Docker engine the way a user would move them (`engine.save`/`load`, and
 `share save`/`share load` for a GROMACS image); then, with DOCKER_HOST at Podman's socket,
-the orchestrator builds a kernel image there and runs a benchmark in it.
+the orchestrator builds a microbenchmark image there and runs a benchmark in it.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from podman import PodmanService, podman_service
 from orchestrator import engine as engine_mod
 from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.settings import load_settings
-from orchestrator.images import catalog, kernels
+from orchestrator.images import catalog, microbench
 from orchestrator.images.provenance import LAYERS_LABEL
 from orchestrator.platforms.cpu import CpuBuild, CpuPlatform
 from orchestrator.runs.runner import RunRequest, execute, plan_run
@@ -298,7 +298,7 @@ def test_rocm_plan_on_rootless_podman_keeps_groups(tmp_path: Path) -> None:
     assert rocm.run.container_options(0, engine=rootful).engine_kwargs()["group_add"] == [gid]
 
 
-def test_stable_image_shared_into_podman_builds_and_runs_a_kernel_benchmark(
+def test_stable_image_shared_into_podman_builds_and_runs_a_microbenchmark(
     engine: Any,
     stable_image: Any,
     stable_archive: Path,
@@ -321,24 +321,24 @@ def test_stable_image_shared_into_podman_builds_and_runs_a_kernel_benchmark(
     assert image.labels == engine.images.get(stable_image.id).labels and catalog.is_ours(image)
     assert [r.tag for r in catalog.list_images(client)] == [stable_image.tag]
 
-    kernel = kernels.ensure(client, settings, stable_image.tag, "bandwidth")  # the build
+    built_image = microbench.ensure(client, settings, stable_image.tag, "bandwidth")  # the build
     built = time.monotonic()
-    made = engine_mod.image(client, kernel.id)
+    made = engine_mod.image(client, built_image.id)
     assert made is not None and catalog.is_ours(made)  # the layers stamp holds on Podman
     assert made.labels["gmxbench.kind"] == "kernels"
     assert made.labels["gmxbench.compiler"] == stable_image.compiler
     assert catalog.find_by_inputs(client, made.labels["gmxbench.inputs"], "kernels") == made
-    assert kernels.ensure(client, settings, stable_image.tag, "bandwidth").id == kernel.id
+    assert microbench.ensure(client, settings, stable_image.tag, "bandwidth").id == built_image.id
 
     plan = plan_run(client, settings, RunRequest(build=stable_image.tag, system="bandwidth:8MiB",
                                                  tag="podman"))  # fmt: skip
-    assert plan.image_id == kernel.id and plan.container["network_disabled"] is True
+    assert plan.image_id == built_image.id and plan.container["network_disabled"] is True
     result = execute(client, settings, plan)  # the run
     ran = time.monotonic()
     assert result.finished, result.failure
     assert set(result.metrics) == {"ro_peak", "rw_peak"}
     assert all(m.unit == "GB/s" and m.value > 0.5 for m in result.metrics.values())
-    assert result.image.id == kernel.id and result.image.labels == made.labels
+    assert result.image.id == built_image.id and result.image.labels == made.labels
     assert engine_mod.containers(client, "gmxbench.role") == []
     assert podman.containers() == []
     print(

@@ -38,7 +38,7 @@ class Made:
     toolchains: list[str]  # tags, oldest first
     ids: dict[str, str]
     dev: str
-    kernels: str
+    microbench: str
     volume: str
 
 
@@ -52,7 +52,7 @@ def made(engine: Any, tmp_path: Path) -> Iterator[Made]:
     )
     tags = [f"gmxbench-toolchain:{platform}-llvm-{c}" for c in COMMITS]
     dev = f"gmxbench-prunetest:dev-llvm-{COMMITS[0]}-{uid}"
-    kernels = f"gmxbench-prunetest:toolchain-llvm-{COMMITS[1]}-bandwidth-{uid}"
+    microbench = f"gmxbench-prunetest:toolchain-llvm-{COMMITS[1]}-bandwidth-{uid}"
     volume = f"gmxbench-llvm-{platform}-000000000000"
     ids: dict[str, str] = {}
 
@@ -69,12 +69,12 @@ def made(engine: Any, tmp_path: Path) -> Iterator[Made]:
             )  # fmt: skip
         make(dev, "gromacs", "2001-02-01T00:00:00Z", build=dev.split(":")[1],
              toolchain=tags[0], llvm_commit=COMMITS[0])  # fmt: skip
-        make(kernels, "kernels", "2001-02-01T00:00:00Z", build=f"toolchain-llvm-{COMMITS[1]}",
+        make(microbench, "kernels", "2001-02-01T00:00:00Z", build=f"toolchain-llvm-{COMMITS[1]}",
              llvm_commit=COMMITS[1])  # fmt: skip
         engine.volumes.create(volume, labels={WORKSPACE_LABEL: "llvm", KEEP_LABEL: "true"})
-        yield Made(platform, tags, ids, dev, kernels, volume)
+        yield Made(platform, tags, ids, dev, microbench, volume)
     finally:
-        for tag in [*tags, dev, kernels]:
+        for tag in [*tags, dev, microbench]:
             with contextlib.suppress(docker.errors.NotFound):
                 engine.images.remove(tag)
         with contextlib.suppress(docker.errors.NotFound):
@@ -102,7 +102,7 @@ def test_prune_keeps_newest_used_and_volumes(engine: Any, made: Made) -> None:
         why = {t.tag: t.why for t in done.toolchains}
         assert [t.tag for t in done.removed] == [old]
         assert why[tags[5]] == why[tags[4]] == "one of the 2 newest"
-        assert why[tags[1]] == f"{made.kernels} built from it"  # a kernel image FROM it
+        assert why[tags[1]] == f"{made.microbench} built from it"  # a microbenchmark image FROM it
         assert why[tags[0]] == f"{made.dev} built from it"  # a dev GROMACS image
         assert why[refused].startswith("the engine refused: ")
         assert not present(engine, old) and not present(engine, made.ids[old])  # image gone too
@@ -117,7 +117,7 @@ def test_prune_keeps_newest_used_and_volumes(engine: Any, made: Made) -> None:
     assert [t.tag for t in again.toolchains] == [tags[5], tags[4], refused, tags[1], tags[0]]
     kept = next(v for v in again.volumes if v.name == made.volume)
     assert kept.size == 0  # an empty volume, as the engine's disk usage reports it
-    assert present(engine, made.dev) and present(engine, made.kernels)
+    assert present(engine, made.dev) and present(engine, made.microbench)
 
 
 def test_prune_cli_dry_run_lists_and_removes_nothing(

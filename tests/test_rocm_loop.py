@@ -57,7 +57,7 @@ from orchestrator.workflows.rebuild import find_lockfile
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parent.parent
-#: A user's HIP kernel recipe (`[sources]`): what the no-op iteration is benched on.
+#: A user's HIP microbenchmark recipe (`[sources]`): what the no-op iteration is benched on.
 SAXPY = Path(__file__).parent / "data" / "user_recipes" / "saxpy"
 #: The base commit's option, on every device compilation: most kernels differ from stable.
 BASE_OPTION = "-ffp-contract=off"
@@ -238,7 +238,7 @@ def test_a_no_op_commit_changes_no_kernel_and_builds_only_its_side(
     assert re.search(rf"toolchain image \S+-llvm-{loop.change[:8]} exists: reusing it", said)
     ninja = [line for line in said.splitlines() if line.startswith("ninja: ")]
     assert ninja and "compiled 1 file" in ninja[-1] and "Version.cpp" in ninja[-1], ninja
-    assert "tagged gromacs:" not in said  # a kernel recipe: no GROMACS build
+    assert "tagged gromacs:" not in said  # a microbenchmark recipe: no GROMACS build
     last = noop.proc.stdout.rstrip().splitlines()[-1]
     assert re.fullmatch(rf"\S+-llvm-{loop.noop[:8]}\S* vs \S+-llvm-{loop.change[:8]}\S* "
                         rf"\(parent {loop.change[:8]}\): no kernel changed: nothing to measure",

@@ -16,7 +16,7 @@ from benchmarks.bench_parse import write_trace
 from orchestrator.core.errors import UserError
 from orchestrator.parsers.categories import CATEGORIES
 from orchestrator.parsers.rocprof import (
-    KernelBreakdown,
+    Breakdown,
     blocks,
     combine,
     files,
@@ -114,7 +114,7 @@ SAMPLE_TOTALS: dict[str, tuple[str, dict[str, tuple[int, int]]]] = {
 }
 
 
-def _by_name(b: KernelBreakdown) -> dict[str, tuple[int, int]]:
+def _by_name(b: Breakdown) -> dict[str, tuple[int, int]]:
     return {k.name: (k.calls, round(k.total_ms * 1e6)) for k in b.kernels}
 
 
@@ -359,7 +359,7 @@ def _tricky_trace(path: Path, line_end: str, rows: int = 400) -> None:
                 fh.write(line_end)
 
 
-def _both_ways(path: Path, monkeypatch: pytest.MonkeyPatch) -> KernelBreakdown:
+def _both_ways(path: Path, monkeypatch: pytest.MonkeyPatch) -> Breakdown:
     """Parse with the fast path and with the csv module alone; both must agree exactly."""
     fast = files.read_file(path)
     slow = files.read_file(path, fast=False)

@@ -112,9 +112,9 @@ def test_bench_through_slurm_is_the_verdict_of_its_runs(
 def test_matrix_runs_every_cell_and_compares_with_the_first_build(
     engine: Any, settings: Any, stable_image: Any, toolchain_image: str, tmp_path: Path
 ) -> None:
-    from orchestrator.images import kernels
+    from orchestrator.images import microbench
 
-    kernels.ensure(engine, settings, toolchain_image, "bandwidth")
+    microbench.ensure(engine, settings, toolchain_image, "bandwidth")
     path = tmp_path / "nightly.toml"
     path.write_text(
         f'systems = ["bandwidth:8MiB"]\nbuilds = ["{stable_image.build}", "{toolchain_image}"]\n'

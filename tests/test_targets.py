@@ -46,16 +46,18 @@ def offload(flags: list[str]) -> list[str]:
     return [f for f in flags if f.startswith("--offload-arch")]
 
 
-def test_kernel_benchmarks_compile_for_every_target_of_the_image() -> None:
-    """A kernel image compiles `bandwidth` for each target its GROMACS image holds (its
+def test_microbenchmarks_compile_for_every_target_of_the_image() -> None:
+    """A microbenchmark image compiles `bandwidth` for each target its GROMACS image holds (its
     `gpu_arch` label), one `--offload-arch=` per target, primary first."""
     settings = rocm("gfx1100")
     labels = {"rocm_stack": "debian", "gpu_arch": "gfx1201,gfx942,gfx90a"}
-    flags = RocmPlatform().codegen.kernel_compiler(settings, labels).flags
+    flags = RocmPlatform().codegen.microbench_compiler(settings, labels).flags
     assert offload(flags) == [
         "--offload-arch=gfx1201", "--offload-arch=gfx942", "--offload-arch=gfx90a",
     ]  # fmt: skip
-    unlabelled = RocmPlatform().codegen.kernel_compiler(settings, {"rocm_stack": "debian"}).flags
+    unlabelled = (
+        RocmPlatform().codegen.microbench_compiler(settings, {"rocm_stack": "debian"}).flags
+    )
     assert offload(unlabelled) == ["--offload-arch=gfx1100"]
 
 

@@ -168,7 +168,7 @@ def test_no_path_of_the_amd_stack_relies_on_opt_rocm_links() -> None:
         amd.llvm_bin_of_image(), amd.llvm_bin_of_image("7.12.0"), amd.device_libs(settings),
         amd.llvm_bin(settings), amd.stable_hip(settings), rendered("gfx1201"),
         *RocmPlatform().codegen.codegen_probe("codegen", "/opt/gromacs", "amd", release="7.12"),
-        *RocmPlatform().codegen.kernel_compiler(settings, {}).flags,
+        *RocmPlatform().codegen.microbench_compiler(settings, {}).flags,
     ]  # fmt: skip
     context = toolchain_llvm.context(settings, builder_image="b:1", builder_id="sha256:" + "0" * 64)
     used += [render("toolchain-llvm", context), render_script("toolchain-llvm", context)]

@@ -31,7 +31,7 @@ import pytest
 from orchestrator import engine as engine_api
 from orchestrator.core.errors import UserError
 from orchestrator.core.events import Event, Message
-from orchestrator.images import builder, kernels
+from orchestrator.images import builder, microbench
 from orchestrator.images.gromacs import build_gromacs
 from orchestrator.images.llvm_tree import collect, content_sha256
 from orchestrator.images.provenance import load_lockfile
@@ -205,7 +205,7 @@ def test_imported_debian_llvm_compiles_hip_and_rebuild_refuses_it(
     engine: Any, rocm_settings: Any, sid_llvm: Path, imported: Imported
 ) -> None:
     """The import is Debian's clang at a content-named prefix; a second import is the same
-    image; it compiles the HIP bandwidth kernel for gfx1201 (a kernel image: the same
+    image; it compiles the HIP bandwidth kernel for gfx1201 (a microbenchmark image: the same
     toolchain path a GROMACS dev build takes, in seconds, not minutes); `rebuild` of the
     toolchain refuses at once, building nothing."""
     tag, compiler, prefix = imported.tag, imported.compiler, imported.prefix
@@ -232,7 +232,7 @@ def test_imported_debian_llvm_compiles_hip_and_rebuild_refuses_it(
     assert time.monotonic() - started < 60
     assert any(text.endswith("): reusing it") for text in _said(again)), _said(again)
 
-    image = kernels.ensure(engine, rocm_settings, tag, "bandwidth")
+    image = microbench.ensure(engine, rocm_settings, tag, "bandwidth")
     assert image.compiler.api == "hip" and image.compiler.compiler == f"{prefix}/bin/clang++"
     assert "--offload-arch=gfx1201" in image.compiler.flags
     unbundle = (  # the device code is there, for gfx1201, as the stable image's is

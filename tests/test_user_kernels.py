@@ -26,8 +26,8 @@ from orchestrator.codegen.model import Codegen
 from orchestrator.codegen.targets import diff_targets
 from orchestrator.core.errors import UserError
 from orchestrator.core.settings import load_settings
-from orchestrator.images import kernels, user_kernels
-from orchestrator.images.kernel_image import KernelImage
+from orchestrator.images import microbench, user_kernels
+from orchestrator.images.microbench_image import MicrobenchImage
 from orchestrator.images.toolchain_llvm import ensure_toolchain_llvm
 from orchestrator.images.user_kernels import UserProgram
 from orchestrator.runs.recipe import load_system
@@ -59,7 +59,7 @@ def test_a_user_kernel_builds_on_the_rocm_stable_build_and_is_fingerprinted(
 ) -> None:
     """The GROMACS image's own targets (its `gpu_arch` label) decide the code objects."""
     saxpy = program("saxpy")
-    image = kernels.ensure(engine, rocm_settings, rocm_stable.tag, saxpy)
+    image = microbench.ensure(engine, rocm_settings, rocm_stable.tag, saxpy)
     assert image.tag.startswith(f"gmxbench-kernels:{rocm_stable.build}-saxpy-")
     assert image.labels["gmxbench.kind"] == "kernels"
     found = user_kernels.kernel_codegen(engine, image)
@@ -68,10 +68,10 @@ def test_a_user_kernel_builds_on_the_rocm_stable_build_and_is_fingerprinted(
     names = {(k.name, k.arch) for k in found.kernels.values() if k.kind == "kernel"}
     assert names == {(n, a) for n in ("saxpy", "window") for a in archs}
     assert {o.unit for o in found.code_objects} == {"saxpy.hip"}
-    identity = kernels.code_identity(engine, image, saxpy)
+    identity = microbench.code_identity(engine, image, saxpy)
     assert identity is not None and len(identity) == 64
     started = time.monotonic()  # keyed by its inputs, the source's digest included
-    again = kernels.ensure(engine, rocm_settings, rocm_stable.tag, saxpy)
+    again = microbench.ensure(engine, rocm_settings, rocm_stable.tag, saxpy)
     assert again.id == image.id and time.monotonic() - started < 10
 
 
@@ -80,7 +80,7 @@ def test_a_hip_source_that_does_not_compile_names_the_recipe_and_the_error(
 ) -> None:
     broken = program("broken")
     with pytest.raises(UserError) as err:
-        kernels.ensure(engine, rocm_settings, rocm_stable.tag, broken)
+        microbench.ensure(engine, rocm_settings, rocm_stable.tag, broken)
     said = err.value.message
     assert said.startswith(f"The kernel recipe broken ({USER / 'broken' / 'broken.toml'}) ")
     assert f"does not compile with {rocm_stable.compiler} for {rocm_stable.build}:" in said
@@ -122,10 +122,10 @@ done
 """
 
 
-def independent(engine: Any, image: KernelImage, work: Path) -> set[tuple[str, str]]:
+def independent(engine: Any, image: MicrobenchImage, work: Path) -> set[tuple[str, str]]:
     """(target, kernel) pairs whose code `OPTION` changes, compiled directly by Debian's
-    clang 21 (which the stand-ins forward to) with the kernel compiler's flags, one target
-    at a time, in the first stand-in's kernel image (our headers are there)."""
+    clang 21 (which the stand-ins forward to) with the microbenchmark compiler's flags, one
+    target at a time, in the first stand-in's microbenchmark image (our headers are there)."""
     flags = [f for f in image.compiler.flags if not f.startswith("--offload-arch=")]
     tools = "/usr/lib/llvm-21/bin"
     script = INDEPENDENT.format(
@@ -160,8 +160,8 @@ def test_two_stand_in_compilers_change_the_unrolled_kernel_on_every_target(
 ) -> None:
     settings, plain_tag, option_tag = stand_ins
     saxpy = program("saxpy")
-    plain = kernels.ensure(engine, settings, plain_tag, saxpy)
-    option = kernels.ensure(engine, settings, option_tag, saxpy)
+    plain = microbench.ensure(engine, settings, plain_tag, saxpy)
+    option = microbench.ensure(engine, settings, option_tag, saxpy)
     for image in (plain, option):
         assert [f for f in image.compiler.flags if f.startswith("--offload-arch=")] == [
             f"--offload-arch={t}" for t in TARGETS
@@ -172,7 +172,7 @@ def test_two_stand_in_compilers_change_the_unrolled_kernel_on_every_target(
     found = changed_per_target(a, b)
     assert found == {(t, n) for t in TARGETS for n in UNROLLED}, found
     assert found == independent(engine, plain, tmp_path)
-    assert kernels.code_identity(engine, plain, saxpy) != kernels.code_identity(
+    assert microbench.code_identity(engine, plain, saxpy) != microbench.code_identity(
         engine, option, saxpy
     )
 
@@ -221,7 +221,7 @@ def test_bench_judges_a_user_kernel_on_its_declared_metrics(
     assert all(name.startswith(f"{stable_image.build}__saxpy-") for name in cmp.baseline)
     for name in cmp.baseline + cmp.candidate:
         assert (settings.results_dir / name / "kernel.json").is_file()
-    image = kernels.ensure(engine, settings, toolchain_image, program("saxpy"))
+    image = microbench.ensure(engine, settings, toolchain_image, program("saxpy"))
     found = user_kernels.kernel_codegen(engine, image)  # the binary, the recipe's functions
     assert found.platform == "cpu" and found.pattern == "(saxpy|window)"
     assert {"saxpy", "window"} <= set(found.kernels)
@@ -231,13 +231,13 @@ def test_a_cpu_source_that_does_not_compile_names_the_recipe_and_the_error(
     engine: Any, cpu_settings: Any, stable_image: Any
 ) -> None:
     with pytest.raises(UserError) as err:
-        kernels.ensure(engine, cpu_settings, stable_image.tag, program("broken"))
+        microbench.ensure(engine, cpu_settings, stable_image.tag, program("broken"))
     said = err.value.message
     assert "The kernel recipe broken (" in said and "broken.cpp:5:" in said
     assert "was not declared in this scope" in said and "Fix broken.cpp" in said
 
 
-def test_an_edited_source_makes_a_new_kernel_image(
+def test_an_edited_source_makes_a_new_microbench_image(
     engine: Any, cpu_settings: Any, stable_image: Any, tmp_path: Path
 ) -> None:
     """The image is keyed by its inputs, the source's digest among them."""
@@ -247,8 +247,8 @@ def test_an_edited_source_makes_a_new_kernel_image(
         (folder / name).write_text((USER / "saxpy" / name).read_text())
     first = load_system("saxpy", [folder]).program
     assert isinstance(first, UserProgram)
-    before = kernels.ensure(engine, cpu_settings, stable_image.tag, first)
+    before = microbench.ensure(engine, cpu_settings, stable_image.tag, first)
     with (folder / "saxpy.cpp").open("a") as source:
         source.write("static int edited() { return 1; }\n")
-    after = kernels.ensure(engine, cpu_settings, stable_image.tag, first)
+    after = microbench.ensure(engine, cpu_settings, stable_image.tag, first)
     assert after.id != before.id and after.tag != before.tag

@@ -90,9 +90,9 @@ def test_installed_renders_templates(installed: Path, tmp_path: Path) -> None:
     assert "-DGMX_GPU=HIP" in dev.stdout and "FROM gmxbench-builder:rocm-example AS source" in (
         dev.stdout
     )
-    code = [str(installed / "python"), "-c", "from orchestrator.images.kernels import SOURCES, "
+    code = [str(installed / "python"), "-c", "from orchestrator.images.microbench import SOURCES, "
             "pins; print(sorted(p.name for p in SOURCES.iterdir()), len(pins()))"]  # fmt: skip
-    shipped = _run(code, cwd=tmp_path).stdout  # the kernel sources are package data too
+    shipped = _run(code, cwd=tmp_path).stdout  # the microbenchmark sources are package data too
     assert "bandwidth_gpu.cu" in shipped and "tune.py" in shipped and "] 11" in shipped
 
 

@@ -52,7 +52,7 @@ from orchestrator.core.settings import Settings
 from orchestrator.report.notify import Notifier
 from orchestrator.runs.runner import RunEnded, RunStarted
 from orchestrator.store import layout
-from orchestrator.store.records import RunResult
+from orchestrator.store.records import MICROBENCH_KIND, RunResult
 
 #: Off a terminal, a build without a counted step says where it is this often.
 QUIET_SECONDS = 300.0
@@ -483,8 +483,8 @@ def _noise(result: RunResult) -> str:
 
 
 def _headline(result: RunResult) -> str:
-    """`12.34 ns/day`, or a kernel run's headline metric with its unit."""
-    if result.kind == "kernel":
+    """`12.34 ns/day`, or a microbenchmark run's headline metric with its unit."""
+    if result.kind == MICROBENCH_KIND:
         metric = (result.metrics or {}).get(result.headline or "")
         if metric is not None:
             return f"{result.headline} {metric.value:.4g} {metric.unit}"

@@ -25,7 +25,7 @@ from orchestrator.core import interrupts
 from orchestrator.core.errors import UsageError
 from orchestrator.core.settings import Settings
 from orchestrator.platforms.base import ProfilerOptions
-from orchestrator.report.text import kernel_run_text, top_functions_text
+from orchestrator.report.text import microbench_run_text, top_functions_text
 from orchestrator.runs import runner
 from orchestrator.runs.clean import clean_runs
 from orchestrator.runs.executors import Job, LocalExecutor, executor_for
@@ -191,8 +191,8 @@ def _ended(result: records.RunResult, recorded: Path, console: Console) -> int:
             f"recorded as unfinished in {recorded}"
         )
         return 1
-    if result.kind == "kernel":
-        print(kernel_run_text(result), end="")
+    if result.kind == records.MICROBENCH_KIND:
+        print(microbench_run_text(result), end="")
     else:
         console.note(f"{result.run_id}: {result.ns_per_day} ns/day")
     if result.profile is not None:
@@ -225,7 +225,7 @@ class RunRow(BaseModel):
         value = result.headline_value() if result is not None else None
         if result is not None and value is not None:
             metric, unit = "ns/day", "ns/day"
-            if result.kind == "kernel" and result.metrics:
+            if result.kind == records.MICROBENCH_KIND and result.metrics:
                 metric = result.headline
                 unit = result.metrics[result.headline or ""].unit
         return cls(
@@ -254,10 +254,10 @@ def list_runs(args: argparse.Namespace, settings: Settings, console: Console) ->
 
 
 def _headline(result: records.RunResult | None) -> str | None:
-    """ns/day, or a kernel run's headline metric with its name and unit."""
+    """ns/day, or a microbenchmark run's headline metric with its name and unit."""
     if result is None or (value := result.headline_value()) is None:
         return None
-    if result.kind == "kernel" and result.metrics:
+    if result.kind == records.MICROBENCH_KIND and result.metrics:
         return f"{result.headline} {value:.4g} {result.metrics[result.headline or ''].unit}"
     return f"{value:g} ns/day"
 

@@ -26,6 +26,7 @@ from orchestrator.core.settings import Settings, with_gpu_arch
 from orchestrator.report import words
 from orchestrator.report.as_json import judgement_json
 from orchestrator.report.text import bisect_text, render, webhook_text
+from orchestrator.store.records import MICROBENCH_KIND
 from orchestrator.verdict.judgement import judge
 from orchestrator.workflows import share as sharing
 from orchestrator.workflows.bench import bench
@@ -164,7 +165,7 @@ MATRIX_COLUMNS = ["system", "GPU", "build", "runs", "median", "range", "vs first
 def _matrix_row(cell: Cell) -> list[str]:
     done = cell.finished
     unit = "ns/day"
-    if done and done[0].kind == "kernel" and done[0].metrics:
+    if done and done[0].kind == MICROBENCH_KIND and done[0].metrics:
         unit = f"{done[0].headline} {done[0].metrics[done[0].headline or ''].unit}"
     median = cell.median()
     values = [r.headline_value() or 0.0 for r in done]

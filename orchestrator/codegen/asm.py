@@ -56,7 +56,7 @@ def save_asm_diffs(root: Path, record: AsmDiffs) -> Path:
 
 def load_asm_diffs(root: Path, candidate_group: str) -> AsmDiffs | None:
     """The kept code diffs of the bench whose candidate group is this, or None (an older
-    bench, a kernel benchmark, or nothing changed)."""
+    bench, a microbenchmark, or nothing changed)."""
     path = asm_diffs_path(root, candidate_group)
     if not path.exists():
         return None

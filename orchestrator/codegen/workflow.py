@@ -28,7 +28,7 @@ from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.events import Caution, Emit, Message, ignore
 from orchestrator.core.settings import Settings
 from orchestrator.engine import Client
-from orchestrator.images import kernels, user_kernels
+from orchestrator.images import microbench, user_kernels
 from orchestrator.images.gromacs import gromacs_ref, record_of
 from orchestrator.images.provenance import ImageRecord
 from orchestrator.images.user_kernels import UserProgram
@@ -195,14 +195,15 @@ def kernels_codegen(
     program: UserProgram,
     emit: Emit = ignore,
 ) -> CodegenDiff | None:
-    """The codegen diff of a user's kernel as two builds' compilers made it (their kernel
-    images, built now if missing; the runs find them again), on the verdict's target;
-    None for an A/A comparison or when a codegen cannot be had (said, not fatal)."""
+    """The codegen diff of a user's kernel as two builds' compilers made it (their
+    microbenchmark images, built now if missing; the runs find them again), on the
+    verdict's target; None for an A/A comparison or when a codegen cannot be had (said,
+    not fatal)."""
     if baseline.id == candidate.id:
         return None
     try:
         one, two = (
-            user_kernels.kernel_codegen(client, kernels.ensure(client, settings, side.tag,
+            user_kernels.kernel_codegen(client, microbench.ensure(client, settings, side.tag,
                                                                program, emit))
             for side in (baseline, candidate)
         )  # fmt: skip

@@ -13,7 +13,7 @@ from typing import Any
 
 from orchestrator.core.errors import UsageError
 from orchestrator.core.settings import Settings
-from orchestrator.images import builder, gromacs, kernels, toolchain_llvm, toolchain_package
+from orchestrator.images import builder, gromacs, microbench, toolchain_llvm, toolchain_package
 from orchestrator.platforms import PLATFORMS
 
 ExampleContext = Callable[[str, Settings], dict[str, Any]]
@@ -24,7 +24,7 @@ OWNERS: dict[str, ModuleType] = {
     toolchain_package.TEMPLATE: toolchain_package,
     toolchain_llvm.TEMPLATE: toolchain_llvm,
     **{name: gromacs for name in gromacs.templates()},
-    **{name: kernels for name in kernels.templates()},
+    **{name: microbench for name in microbench.templates()},
 }
 
 
@@ -39,8 +39,8 @@ def example_context(template: str, settings: Settings) -> dict[str, Any]:
 
 def template_platform(template: str) -> str | None:
     """The platform a template is written for; None for the platform-neutral toolchains."""
-    if template == kernels.template("tune"):
-        return "cpu"  # Kernel Tuner's C backend; see kernels.ensure
+    if template == microbench.template("tune"):
+        return "cpu"  # Kernel Tuner's C backend; see microbench.ensure
     for platform in PLATFORMS:
         flavors = (gromacs.template(flavor, platform.name) for flavor in gromacs.FLAVORS)
         if template in (*platform.build.builder_templates(), *flavors):

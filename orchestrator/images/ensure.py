@@ -1,6 +1,6 @@
 """One sequence for every image: find it by its inputs, or build, verify, label and tag it.
 
-Each building block (base, builder, toolchains, GROMACS, kernel images) fills a `Block`
+Each building block (base, builder, toolchains, GROMACS, microbenchmark images) fills a `Block`
 with its own steps, and `ensure_image` runs them in one order:
 
 1. **Refuse a taken tag.** A tag known before the lookup (`Block.tag`) is refused when

@@ -1,11 +1,11 @@
-"""Kernel images of a user's own kernel: the source a recipe names, our timing header.
+"""Microbenchmark images of a user's own kernel: the source a recipe names, our timing header.
 
-A kernel recipe in a user's recipe folder may name its own source per API (`[sources]
-hip = "saxpy.hip"`, `cpu = "saxpy.cpp"`) instead of one of our programs. Its kernel image
-is built FROM the build's image like bandwidth's (`images.kernels`): the build's compiler
-under test compiles the source the platform's API picks, with the build's flags, against
-`gmxbench_kernel.h` (`payloads/kernels/`), which times the kernels and prints the JSON that
-`parsers.kernelbench` reads. The image is keyed by its inputs, the source's digest
+A microbenchmark recipe in a user's recipe folder may name its own source per API
+(`[sources] hip = "saxpy.hip"`, `cpu = "saxpy.cpp"`) instead of one of our programs. Its
+image is built FROM the build's image like bandwidth's (`images.microbench`): the build's
+compiler under test compiles the source the platform's API picks, with the build's flags,
+against `gmxbench_kernel.h` (`payloads/microbench/`), which times the kernels and prints
+the JSON that `parsers.microbench` reads. The image is keyed by its inputs, the source's digest
 included, so an edited source makes a new image and an unchanged one is found at once.
 
 A GPU build keeps the device code objects of the program in
@@ -30,25 +30,26 @@ from orchestrator.core.settings import Settings
 from orchestrator.engine import BuildFailed, Client, Image
 from orchestrator.images.catalog import find_by_inputs, inputs_key, probe
 from orchestrator.images.ensure import Block, Stamp, ensure_image
-from orchestrator.images.kernel_image import (
+from orchestrator.images.microbench_image import (
+    IMAGE_KIND,
+    MICROBENCH_DIR,
     REPO,
     SOURCES,
-    KernelImage,
+    MicrobenchImage,
     file_digests,
-    kernel_record,
+    microbench_record,
 )
 from orchestrator.images.provenance import label
 from orchestrator.images.render import render
-from orchestrator.platforms.base import KernelCompiler
+from orchestrator.platforms.base import MicrobenchCompiler
 from orchestrator.platforms.rocm.stacks import STACKS
 from orchestrator.store.layout import build_log_path
 
 TEMPLATE = "kernel-user"
-#: The harness header and the header whose batch timing it reuses (`payloads/kernels/`).
+#: The harness header and the header whose batch timing it reuses (`payloads/microbench/`).
 HEADERS = ("gmxbench_kernel.h", "bandwidth_common.h")
-KERNELS_DIR = "/opt/gmxbench/kernels"
-BINARY = f"{KERNELS_DIR}/bin/kernel"
-CODEOBJECTS = f"{KERNELS_DIR}/codeobjects"
+BINARY = f"{MICROBENCH_DIR}/bin/kernel"
+CODEOBJECTS = f"{MICROBENCH_DIR}/codeobjects"
 #: What the compile step puts before each line the compiler prints (its errors are
 #: read back from the build log by it).
 MARK = "compiler| "
@@ -59,7 +60,7 @@ SOURCE_KEYS = {"hip": "hip", "cuda": "cuda", "openmp": "cpu"}
 
 
 class UserProgram(BaseModel):
-    """A kernel recipe's own sources, where they are on this host, and what to look at."""
+    """A recipe's own kernel sources, where they are on this host, and what to look at."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -105,7 +106,7 @@ def llvm_bin(labels: dict[str, str], api: str) -> str | None:
 
 
 def context(
-    compiler: KernelCompiler, parent_tag: str, build: str, source: str, tools: str | None
+    compiler: MicrobenchCompiler, parent_tag: str, build: str, source: str, tools: str | None
 ) -> dict[str, Any]:
     return {
         "parent_image": parent_tag,
@@ -123,11 +124,11 @@ def context(
 
 
 def ensure_user(
-    client: Client, settings: Settings, parent: Image, build: str, compiler: KernelCompiler,
+    client: Client, settings: Settings, parent: Image, build: str, compiler: MicrobenchCompiler,
     program: UserProgram, emit: Emit,
-) -> KernelImage:  # fmt: skip
-    """The kernel image of a user's program on `parent`, the image of `build`, compiled by
-    `compiler` (the platform's answer for that image)."""
+) -> MicrobenchImage:  # fmt: skip
+    """The microbenchmark image of a user's program on `parent`, the image of `build`,
+    compiled by `compiler` (the platform's answer for that image)."""
     written, path = program.source(compiler.api, build)
     if not path.is_file():
         raise UserError(
@@ -162,18 +163,18 @@ def ensure_user(
                 f"{Path(program.recipe_file).name}) and run again. The whole build log: {log}"
             ) from None
 
-    def made(image_id: str, _: Stamp) -> KernelImage:
+    def made(image_id: str, _: Stamp) -> MicrobenchImage:
         image = engine.image(client, image_id)
         assert image is not None, image_id
-        return KernelImage(tag, image_id, build, dict(image.labels), compiler, pattern)
+        return MicrobenchImage(tag, image_id, build, dict(image.labels), compiler, pattern)
 
-    block = Block[KernelImage](
-        find=lambda: find_by_inputs(client, key, "kernels"),
-        reuse=lambda found: KernelImage(
+    block = Block[MicrobenchImage](
+        find=lambda: find_by_inputs(client, key, IMAGE_KIND),
+        reuse=lambda found: MicrobenchImage(
             tag, found.id, build, dict(found.labels), compiler, pattern
         ),
         build=build_image,
-        verify=lambda image_id: Stamp(kernel_record(tag, image_id, parent, build, key), [tag]),
+        verify=lambda image_id: Stamp(microbench_record(tag, image_id, parent, build, key), [tag]),
         done=made,
         tag=tag,
         key=key,
@@ -192,7 +193,7 @@ def compiler_output(log: Path) -> str:
     return "\n".join("    " + line for line in said)
 
 
-def kernel_codegen(client: Client, image: KernelImage) -> Codegen:
+def kernel_codegen(client: Client, image: MicrobenchImage) -> Codegen:
     """The code the build's compiler made for the program: each kernel per GPU target
     (`name@gfx1201`, `name@gfx942` where there are several) from the kept code objects,
     or the CPU binary's functions (the recipe's `functions`, or all)."""

@@ -37,7 +37,7 @@ class KernelRow(BaseModel):
     p90_us: float | None = None
 
 
-class KernelBreakdown(BaseModel):
+class Breakdown(BaseModel):
     """Time per category; `unknown` lists names that no rule matched (they are in `other`).
 
     ``excluded`` lists profiler rows that are no kernel at all (``<barrier packet>``,
@@ -67,7 +67,7 @@ def build_breakdown(
     *,
     call_stats: CallStats | None = None,
     notes: Iterable[str] = (),
-) -> KernelBreakdown:
+) -> Breakdown:
     """Aggregate `(name, category, calls, total_ns, known)` rows into a breakdown.
 
     Times stay integer nanoseconds until the end so that summing a million trace rows
@@ -106,7 +106,7 @@ def build_breakdown(
     every.sort(key=lambda row: (-row.total_ms, row.name))
     kernels = [row for row in every if row.category != NOT_A_KERNEL]
     excluded = [row for row in every if row.category == NOT_A_KERNEL]
-    return KernelBreakdown(
+    return Breakdown(
         source=source,
         files=list(files),
         total_ms=grand / 1e6,

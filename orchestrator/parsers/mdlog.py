@@ -20,7 +20,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from orchestrator.core.errors import UserError
-from orchestrator.parsers.breakdown import KernelBreakdown, build_breakdown
+from orchestrator.parsers.breakdown import Breakdown, build_breakdown
 from orchestrator.parsers.categories import (
     PME_SPREAD_GATHER,
     categorize_cycle_row,
@@ -331,7 +331,7 @@ def parse_mdlog(path: Path) -> MdLog:
     return parse_mdlog_text(_read(path), str(path))
 
 
-def cycle_breakdown(log: MdLog) -> KernelBreakdown:
+def cycle_breakdown(log: MdLog) -> Breakdown:
     """CPU time per category from the cycle table, without double counting.
 
     Uses the PME breakdown rows instead of their parent ``PME mesh``; skips ``Rest``,

@@ -129,14 +129,14 @@ class DeviceInfo(BaseModel):
 
 
 @dataclass(frozen=True)
-class KernelCompiler:
-    """How the kernel benchmarks (`images.kernels`) compile with a build's own compiler."""
+class MicrobenchCompiler:
+    """How the microbenchmarks (`images.microbench`) compile with a build's own compiler."""
 
     api: Literal["openmp", "hip"]
     compiler: str
     flags: list[str]
     libs: list[str]
-    #: The source of `bandwidth` for this platform (`payloads/kernels/`).
+    #: The source of `bandwidth` for this platform (`payloads/microbench/`).
     source: str
     #: Vector widths (floats) the build's SIMD level allows, for `tune` on a CPU.
     vector_widths: list[int] = field(default_factory=lambda: [4])

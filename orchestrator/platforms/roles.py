@@ -7,7 +7,7 @@ finished build must report. Running (`RunRole`): whether the host has the platfo
 which engine options a container needs, what to check before a run, what to record
 about the host's devices. Profiling (`ProfilerRole`): how the profiler wraps mdrun, what
 it left, where the per-category breakdown comes from. Codegen (`CodegenRole`): how a
-finished image's code is read, how kernel benchmarks compile in it. A platform with
+finished image's code is read, how microbenchmarks compile in it. A platform with
 variants (ROCm's stacks) is told an image's `variant`, as the image records it, where
 the answer depends on it. Adding a platform is one folder like `cpu/` and one line in
 `platforms/__init__.py` (docs/platforms.md, "Adding a platform").
@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Literal
 from orchestrator.core.errors import UserError
 from orchestrator.core.settings import GromacsSource, Settings
 from orchestrator.engine import EngineKind
-from orchestrator.parsers.breakdown import KernelBreakdown
+from orchestrator.parsers.breakdown import Breakdown
 from orchestrator.parsers.mdlog import MdLog
 from orchestrator.platforms.base import (
     SIMD_CPU_FLAGS,
@@ -34,7 +34,7 @@ from orchestrator.platforms.base import (
     ContainerOptions,
     DeviceInfo,
     Flavor,
-    KernelCompiler,
+    MicrobenchCompiler,
     Probe,
     ProfileMode,
     ProfileOutcome,
@@ -199,16 +199,16 @@ class ProfilerRole(ABC):
         return None
 
     @abstractmethod
-    def breakdown(self, md: MdLog, run_dir: Path, profile: ProfileMode) -> KernelBreakdown | None:
+    def breakdown(self, md: MdLog, run_dir: Path, profile: ProfileMode) -> Breakdown | None:
         """Time per category of a finished run; None when this run cannot tell."""
 
-    def profile_breakdown(self, run_dir: Path) -> KernelBreakdown | None:
+    def profile_breakdown(self, run_dir: Path) -> Breakdown | None:
         """The breakdown of whatever this platform's profiler left in `run_dir`, if anything."""
         return None
 
 
 class CodegenRole(ABC):
-    """How the code of a finished image is read, and how kernels compile in one."""
+    """How the code of a finished image is read, and how microbenchmarks compile in one."""
 
     @abstractmethod
     def codegen_probe(
@@ -223,8 +223,10 @@ class CodegenRole(ABC):
         (its `rocm_version`), where its tools' paths carry it."""
 
     @abstractmethod
-    def kernel_compiler(self, settings: Settings, labels: Mapping[str, str]) -> KernelCompiler:
-        """How the kernel benchmarks compile in an image with these labels (a GROMACS or
+    def microbench_compiler(
+        self, settings: Settings, labels: Mapping[str, str]
+    ) -> MicrobenchCompiler:
+        """How the microbenchmarks compile in an image with these labels (a GROMACS or
         toolchain image; names without the `gmxbench.` prefix): its compiler under test,
         with the flags its GROMACS build used."""
 

@@ -8,7 +8,7 @@ from tabulate import tabulate
 
 from orchestrator.codegen.table import summary_lines
 from orchestrator.codegen.targets import targets_line, verdict_note
-from orchestrator.parsers.kernelbench import parse_bytes
+from orchestrator.parsers.microbench import parse_bytes
 from orchestrator.parsers.rocprof_sys import SystemTrace
 from orchestrator.report import words
 from orchestrator.store.records import RunResult
@@ -111,8 +111,8 @@ def top_functions_text(trace: SystemTrace, top: int = 15) -> str:
     return f"{title}\n{tabulate(rows, headers=headers)}\n"
 
 
-def kernel_run_text(result: RunResult) -> str:
-    """A finished kernel run as a person reads it: per-size table, single metrics, facts."""
+def microbench_run_text(result: RunResult) -> str:
+    """A finished microbenchmark run as a person reads it: per-size table, single metrics, facts."""
     metrics = result.metrics or {}
     sized: dict[str, dict[str, float]] = {}
     single = []

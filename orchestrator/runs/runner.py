@@ -25,7 +25,7 @@ from orchestrator.core.errors import NoSpace, UsageError, UserError, filled_up, 
 from orchestrator.core.events import Caution, Emit, Event, ignore
 from orchestrator.core.settings import Settings
 from orchestrator.engine import Client, EngineGone
-from orchestrator.images import kernels
+from orchestrator.images import microbench
 from orchestrator.images.gitsource import checked_commit
 from orchestrator.images.gromacs import gromacs_ref
 from orchestrator.images.provenance import container_labels, label
@@ -33,12 +33,12 @@ from orchestrator.parsers.mdlog import MdLog, parse_mdlog
 from orchestrator.platforms import active, get, host_cpu
 from orchestrator.platforms.base import ProfileMode, ProfilerOptions
 from orchestrator.platforms.roles import Platform
-from orchestrator.runs import kernel_runs
+from orchestrator.runs import microbench_runs
 from orchestrator.runs.hostinfo import HostInfo, NoiseSampler
 from orchestrator.runs.hostinfo import collect as collect_host
 from orchestrator.runs.inputs import fetch_inputs
-from orchestrator.runs.kernel_recipe import ResolvedKernel
 from orchestrator.runs.liveness import Owner, heartbeat
+from orchestrator.runs.microbench_recipe import ResolvedMicrobench
 from orchestrator.runs.recipe import ResolvedSystem, load_system
 from orchestrator.store import database, layout, runstore
 from orchestrator.store.layout import codegen_path
@@ -109,7 +109,7 @@ class Plan:
     """Everything decided before a container starts; `--dry-run` prints it."""
 
     request: RunRequest
-    system: ResolvedSystem | ResolvedKernel
+    system: ResolvedSystem | ResolvedMicrobench
     image_tag: str
     image_id: str
     labels: dict[str, str]
@@ -153,15 +153,15 @@ def plan_run(
 
     With `allow_missing` (`--dry-run`), an image that is not built yet is planned for on
     the configured platform and named among the problems, so a GPU configuration can be
-    checked before a long build. A kernel recipe's run needs the build's kernel image,
-    which is made here when missing (seconds: `images.kernels`).
+    checked before a long build. A microbenchmark recipe's run needs the build's
+    microbenchmark image, which is made here when missing (seconds: `images.microbench`).
 
     `platform` plans on that platform instead of the registered one the image's labels
     name: one whose /dev and /sys are other trees (a test's fake GPU).
     """
     system = load_system(req.system, settings.recipes_dirs)
-    if isinstance(system, ResolvedKernel):
-        return _plan_kernel(client, settings, req, system, emit)
+    if isinstance(system, ResolvedMicrobench):
+        return _plan_microbench(client, settings, req, system, emit)
     ref = gromacs_ref(req.build)
     image = engine.image(client, ref)
     how = (
@@ -234,24 +234,24 @@ def run_id_of(client: Client, settings: Settings, req: RunRequest) -> str:
     ref = gromacs_ref(req.build)
     image = engine.image(client, ref)
     build = req.build
-    if isinstance(system, ResolvedKernel) and image is not None:
-        build = kernels.build_name(image, ref)
+    if isinstance(system, ResolvedMicrobench) and image is not None:
+        build = microbench.build_name(image, ref)
     elif image is not None:
         build = image.labels.get(label("build")) or req.build
     return layout.run_id(build, system.name, req.tag)
 
 
-def _plan_kernel(
-    client: Client, settings: Settings, req: RunRequest, system: ResolvedKernel, emit: Emit
+def _plan_microbench(
+    client: Client, settings: Settings, req: RunRequest, system: ResolvedMicrobench, emit: Emit
 ) -> Plan:
-    """A kernel benchmark's plan: its program in the build's kernel image (not profiled)."""
+    """A microbenchmark's plan: its program in the build's microbenchmark image (not profiled)."""
     req = replace(req, profile="none")
-    image = kernels.ensure(client, settings, req.build, system.program, emit)
+    image = microbench.ensure(client, settings, req.build, system.program, emit)
     platform = get(image.labels.get(label("platform")) or "cpu")
     tag = req.tag or default_tag()
     run_dir = RunStore(settings.results_dir).path(layout.run_id(image.build, system.name, tag))
-    argv, redirect = kernel_runs.command(system, image, layout.CONTAINER_DIR)
-    script = kernel_runs.script(argv, redirect, layout.TIMES_FILE, layout.CONTAINER_DIR)
+    argv, redirect = microbench_runs.command(system, image, layout.CONTAINER_DIR)
+    script = microbench_runs.script(argv, redirect, layout.TIMES_FILE, layout.CONTAINER_DIR)
     options = platform.run.container_options(req.device, engine=engine.kind(client))
     options.confined(engine.container_user(engine.kind(client)), settings.run_pids_limit)
     container: dict[str, Any] = {
@@ -385,8 +385,8 @@ def _why_stopped(exc: KeyboardInterrupt | EngineGone | NoSpace) -> str:
 
 def _fill(result: RunResult, plan: Plan, run_dir: Path) -> None:
     """The numbers from what the run left, with a finished run's breakdown and profile."""
-    if isinstance(plan.system, ResolvedKernel):
-        kernel_runs.fill(result, plan.system, run_dir)
+    if isinstance(plan.system, ResolvedMicrobench):
+        microbench_runs.fill(result, plan.system, run_dir)
     elif (md := _fill_from_log(result, run_dir)) is not None and result.finished:
         _write_breakdown(result, plan, run_dir, md)
         result.profile = plan.platform.profiler.profile_outcome(run_dir, plan.request.profile)

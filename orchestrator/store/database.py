@@ -49,9 +49,9 @@ from orchestrator.core.events import Caution, Emit, ignore
 from orchestrator.core.settings import Settings
 from orchestrator.core.urls import hide_query_secrets
 from orchestrator.images.provenance import label
-from orchestrator.parsers.breakdown import KernelBreakdown
+from orchestrator.parsers.breakdown import Breakdown
 from orchestrator.store import layout
-from orchestrator.store.records import RunResult, RunState
+from orchestrator.store.records import MICROBENCH_KIND, RunResult, RunState
 from orchestrator.store.runstore import RunStore
 
 MIGRATIONS = Path(__file__).with_name("migrations")
@@ -250,9 +250,7 @@ class Database:
         with self.engine.connect() as conn:
             return MigrationContext.configure(conn).get_current_revision()
 
-    def record(
-        self, items: Iterable[tuple[Path, RunResult, KernelBreakdown | None, RunState]]
-    ) -> int:
+    def record(self, items: Iterable[tuple[Path, RunResult, Breakdown | None, RunState]]) -> int:
         """Insert or replace runs with their categories, kernels and metrics; how many."""
         rows = [_rows(path, result, breakdown, state) for path, result, breakdown, state in items]
         if not rows:
@@ -355,11 +353,11 @@ def _chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
 
 
 def _rows(
-    path: Path, result: RunResult, breakdown: KernelBreakdown | None, state: RunState
+    path: Path, result: RunResult, breakdown: Breakdown | None, state: RunState
 ) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
     """The run's row, and its rows of each child table by table name."""
     labels = result.image.labels
-    headline = result.headline if result.kind == "kernel" else None
+    headline = result.headline if result.kind == MICROBENCH_KIND else None
     run = {
         "run_id": result.run_id, "group_name": result.group, "build": result.build,
         "system": result.system, "tag": result.tag, "repeat": result.repeat,
@@ -414,7 +412,7 @@ def import_runs(db: Database, store: RunStore, batch: int = 1000) -> Imported:
     records are named with why.
     """
     written, left_out = 0, []
-    pending: list[tuple[Path, RunResult, KernelBreakdown | None, RunState]] = []
+    pending: list[tuple[Path, RunResult, Breakdown | None, RunState]] = []
     for path in store.runs():
         status = store.status(path)
         if status.result is None or status.state in ("running", "unreadable"):
@@ -427,7 +425,7 @@ def import_runs(db: Database, store: RunStore, batch: int = 1000) -> Imported:
     return Imported(written + db.record(pending), left_out)
 
 
-def _breakdown(store: RunStore, path: Path, state: RunState) -> KernelBreakdown | None:
+def _breakdown(store: RunStore, path: Path, state: RunState) -> Breakdown | None:
     if state != "finished":
         return None
     try:

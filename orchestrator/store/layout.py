@@ -13,7 +13,7 @@
             scheduler.json, .log, .sh      a batch job's end as its scheduler saw it
             counters.json, systrace.json   what rocprof-compute and rocprof-sys found
             rocprof/, rocprof-compute/, rocprof-sys/   the profilers' own output
-            kernel.json, bandwidth.json, tune_*.json   a kernel benchmark's output
+            kernel.json, bandwidth.json, tune_*.json   a microbenchmark's output
         .scheduler/<run id>.sh|.out        a batch job's script and output until it ends
         .asm/<candidate group>.json        a bench's changed kernels' code diffs
         images/<tag>.lock.json             an image's lockfile; `.codegen.json`, `.rebuild.json`
@@ -54,7 +54,7 @@ SCHEDULER_FILE, SCHEDULER_LOG, SCHEDULER_SCRIPT = "scheduler.json", "scheduler.l
 COUNTERS_FILE, SYSTRACE_FILE = "counters.json", "systrace.json"
 #: Where rocprofv3 (`--profile=trace`), rocprof-compute and rocprof-sys write in a run.
 TRACE_DIR, COUNTERS_DIR, SYSTRACE_DIR = "rocprof", "rocprof-compute", "rocprof-sys"
-#: What a kernel benchmark writes in its run directory (`runs.kernels`, inside the image).
+#: What a microbenchmark writes in its run directory (`runs.microbench_runs`, in the image).
 BANDWIDTH_FILE, USER_KERNEL_FILE = "bandwidth.json", "kernel.json"
 TUNE_CACHE_FILE, TUNE_META_FILE = "tune_cache.json", "tune_meta.json"
 #: Kernel Tuner's cache summed up by the host once the run ends.

@@ -8,16 +8,19 @@ schema history).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
 from orchestrator.core.idents import LlvmCommit
-from orchestrator.parsers.kernelbench import MetricValue
+from orchestrator.parsers.microbench import MetricValue
 from orchestrator.platforms.base import ProfileOutcome
 from orchestrator.runs.hostinfo import HostInfo, HostNoise
 from orchestrator.runs.liveness import Owner
 from orchestrator.store import layout
+
+#: `RunResult.kind` of a microbenchmark run: "kernel" on disk since schema 3.
+MICROBENCH_KIND: Final = "kernel"
 
 
 class ImageRef(BaseModel):
@@ -27,11 +30,11 @@ class ImageRef(BaseModel):
 
 
 class RunResult(BaseModel):
-    """One mdrun (or kernel benchmark) of one build, with everything needed to trust or
+    """One mdrun (or microbenchmark) of one build, with everything needed to trust or
     re-run it.
 
     Schema 2 added `energies`; `RunStore.finished` reads them from md.log for schema 1.
-    Schema 3 added kernel runs (`kind`, `metrics`, `headline`, `facts`).
+    Schema 3 added microbenchmark runs (`kind`, `metrics`, `headline`, `facts`).
     Schema 4 added `group`, `repeat`, `role` and `bench`, which older records said only
     in their tag (`-r<N>`, `kernel-baseline-<bench tag>`): they are derived from it when
     read (`_placed`). The runner writes them from the run's id and tag (`placement`): a
@@ -80,13 +83,14 @@ class RunResult(BaseModel):
     batch_job: str | None = None
     #: What a counters or systrace profiler did (its findings: `COUNTERS_FILE`, `SYSTRACE_FILE`).
     profile: ProfileOutcome | None = None
-    #: mdrun on a GROMACS system, or a kernel benchmark (`runs.kernel_recipe`).
+    #: mdrun on a GROMACS system, or a microbenchmark (`runs.microbench_recipe`, whose kind is
+    #: `MICROBENCH_KIND`).
     kind: Literal["gromacs", "kernel"] = "gromacs"
-    #: A kernel run's numbers, each with the unit and direction its recipe declares.
+    #: A microbenchmark run's numbers, each with the unit and direction its recipe declares.
     metrics: dict[str, MetricValue] | None = None
-    #: The metric a kernel run's verdict leads with.
+    #: The metric a microbenchmark run's verdict leads with.
     headline: str | None = None
-    #: What a kernel run found that is not a number (device, API, best configuration).
+    #: What a microbenchmark run found that is not a number (device, API, best configuration).
     facts: dict[str, str] = Field(default_factory=dict)
     #: The group it is a repeat of (`<build>__<system>__<tag>`), its repeat number (None
     #: for a single run), and `baseline` for a bench's re-measured baseline.
@@ -111,8 +115,8 @@ class RunResult(BaseModel):
         return layout.group_tag(self.tag, self.repeat)
 
     def headline_value(self) -> float | None:
-        """ns/day for mdrun, the recipe's headline metric for a kernel run."""
-        if self.kind == "kernel":
+        """ns/day for mdrun, the recipe's headline metric for a microbenchmark run."""
+        if self.kind == MICROBENCH_KIND:
             metric = (self.metrics or {}).get(self.headline or "")
             return metric.value if metric is not None else None
         return self.ns_per_day

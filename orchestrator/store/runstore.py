@@ -18,7 +18,7 @@ from orchestrator.core.errors import NoSpace, UsageError, UserError, space_for
 from orchestrator.core.events import Caution, Emit, ignore
 from orchestrator.core.files import DamagedRecord, read_model, write_atomic
 from orchestrator.parsers import detect
-from orchestrator.parsers.breakdown import KernelBreakdown
+from orchestrator.parsers.breakdown import Breakdown
 from orchestrator.parsers.mdlog import parse_mdlog
 from orchestrator.parsers.rocprof_compute import CounterSummary
 from orchestrator.parsers.rocprof_sys import SystemTrace
@@ -59,7 +59,7 @@ class Run:
 
     path: Path
     result: RunResult
-    breakdown: KernelBreakdown | None
+    breakdown: Breakdown | None
     counters: CounterSummary | None = None
 
 
@@ -169,7 +169,7 @@ class RunStore:
         return layout.job_files(self.root, run)
 
     @staticmethod
-    def save_breakdown(run_dir: Path, breakdown: KernelBreakdown) -> Path:
+    def save_breakdown(run_dir: Path, breakdown: Breakdown) -> Path:
         return write_atomic(run_dir / BREAKDOWN_FILE, breakdown.model_dump_json(indent=2) + "\n")
 
     @staticmethod
@@ -197,7 +197,7 @@ class RunStore:
         return read_model(path, CounterSummary, "a counter summary", fix)
 
     @staticmethod
-    def breakdown(run_dir: Path) -> KernelBreakdown | None:
+    def breakdown(run_dir: Path) -> Breakdown | None:
         path = run_dir / BREAKDOWN_FILE
         if not path.exists():
             return None
@@ -205,7 +205,7 @@ class RunStore:
             f"Delete it to compare this run on ns/day alone, or run {run_dir.name} again; "
             f"`gmxbench parse {run_dir}` shows what its logs still hold."
         )
-        return read_model(path, KernelBreakdown, "a kernel breakdown", fix)
+        return read_model(path, Breakdown, "a kernel breakdown", fix)
 
     def resolve(self, spec: str) -> list[Path]:
         """A run directory, a run id, or a group `<build>__<system>__<tag>` (tag, tag-rN)."""

@@ -1,5 +1,5 @@
-"""Which comparison two groups of runs get: mdrun's (`compare`) or a kernel benchmark's
-(`kernel_compare`), by what the runs are. Every caller that compares groups comes here."""
+"""Which comparison two groups of runs get: mdrun's (`compare`) or a microbenchmark's
+(`microbench_compare`), by what the runs are. Every caller that compares groups comes here."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from orchestrator.store.runstore import Run, RunStore
 from orchestrator.verdict.compare import Comparison, compare_runs
 from orchestrator.verdict.counter_compare import compare_counters
 from orchestrator.verdict.defaults import ALPHA, THRESHOLD_PCT
-from orchestrator.verdict.kernel_compare import compare_kernel_runs
+from orchestrator.verdict.microbench_compare import compare_microbench_runs
 
 
 def compare_groups(
@@ -21,12 +21,13 @@ def compare_groups(
     store: RunStore | None = None,
     codegen: CodegenDiff | None = None,
 ) -> Comparison:
-    """`compare_runs` for mdrun runs, `compare_kernel_runs` when any run is a kernel's;
-    with the `store`, an mdrun comparison names the memory ceiling of its host; runs with
-    rocprof-compute's counters on both sides add their top kernels side by side; with the
-    builds' `codegen` diff, changed kernels are judged against the unchanged ones too."""
+    """`compare_runs` for mdrun runs, `compare_microbench_runs` when any run is a
+    microbenchmark's; with the `store`, an mdrun comparison names the memory ceiling of
+    its host; runs with rocprof-compute's counters on both sides add their top kernels
+    side by side; with the builds' `codegen` diff, changed kernels are judged against the
+    unchanged ones too."""
     if any(r.result.kind == "kernel" for r in base + cand):
-        return compare_kernel_runs(
+        return compare_microbench_runs(
             base, cand, threshold_pct=threshold_pct, alpha=alpha, paired=paired
         )
     cmp = compare_runs(

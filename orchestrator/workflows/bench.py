@@ -24,12 +24,12 @@ from orchestrator.core.errors import UserError
 from orchestrator.core.events import Caution, Emit, Message, Step, ignore
 from orchestrator.core.settings import Settings
 from orchestrator.engine import Client
-from orchestrator.images import kernels
+from orchestrator.images import microbench
 from orchestrator.images.gromacs import DEV_CURRENT, build_gromacs, gromacs_ref, record_of
 from orchestrator.images.provenance import ImageRecord, label
 from orchestrator.images.user_kernels import UserProgram
 from orchestrator.report.words import headline_text
-from orchestrator.runs.kernel_recipe import ResolvedKernel
+from orchestrator.runs.microbench_recipe import ResolvedMicrobench
 from orchestrator.runs.recipe import load_system
 from orchestrator.store.database import BenchRecord, record_bench
 from orchestrator.store.runstore import RunStore
@@ -120,7 +120,7 @@ def bench(
     sides = images(client, settings, settled, emit)
     codegen, codegen_seconds = None, None
     program = _user_program(settings, req)
-    if program is not None or not _kernel(settings, req):
+    if program is not None or not _microbench(settings, req):
         if program is not None:
             codegen = kernels_codegen(client, settings, sides.baseline, sides.candidate,
                                       program, emit)  # fmt: skip
@@ -140,11 +140,11 @@ def bench(
         return outcome
     req = placed(settings, req, codegen, emit)
     groups = run_pairs(client, settings, req, sides.baseline, sides.candidate,
-                       _kernel(settings, req), emit)  # fmt: skip
+                       _microbench(settings, req), emit)  # fmt: skip
     comparison = diff(settings, req, groups, emit, codegen)
     if sides.candidate is not sides.baseline:
         comparison.base = sides.base
-    if program is None:  # a user kernel's code is in its kernel images, not kept for now
+    if program is None:  # a user kernel's code is in its microbenchmark images, not kept
         keep_asm_diffs(client, settings, sides.baseline, sides.candidate, comparison.codegen,
                        (groups.baseline, groups.candidate), emit)  # fmt: skip
     outcome = BenchOutcome(
@@ -195,7 +195,7 @@ def placed(
     settings: Settings, req: BenchRequest, codegen: CodegenDiff | None, emit: Emit
 ) -> BenchRequest:
     """The request with its system settled where the change runs (`workflows.placement`)."""
-    if _kernel(settings, req) or (codegen is None and req.system != AUTO):
+    if _microbench(settings, req) or (codegen is None and req.system != AUTO):
         return req
     system, args = place(settings, req.system, req.mdrun_args, req.steps, req.cpu_only,
                          codegen, emit)  # fmt: skip
@@ -220,11 +220,11 @@ def _row(outcome: BenchOutcome, sides: Sides, groups: Groups | None) -> BenchRec
     )
 
 
-def _kernel(settings: Settings, req: BenchRequest) -> bool:
-    """A kernel benchmark needs the compiler, not GROMACS: its sides are toolchain images."""
+def _microbench(settings: Settings, req: BenchRequest) -> bool:
+    """A microbenchmark needs the compiler, not GROMACS: its sides are toolchain images."""
     if req.system == AUTO:
         return False
-    return isinstance(load_system(req.system, settings.recipes_dirs), ResolvedKernel)
+    return isinstance(load_system(req.system, settings.recipes_dirs), ResolvedMicrobench)
 
 
 def _user_program(settings: Settings, req: BenchRequest) -> UserProgram | None:
@@ -233,7 +233,7 @@ def _user_program(settings: Settings, req: BenchRequest) -> UserProgram | None:
     if req.system == AUTO:
         return None
     system = load_system(req.system, settings.recipes_dirs)
-    if isinstance(system, ResolvedKernel) and isinstance(system.program, UserProgram):
+    if isinstance(system, ResolvedMicrobench) and isinstance(system.program, UserProgram):
         return system.program
     return None
 
@@ -241,7 +241,7 @@ def _user_program(settings: Settings, req: BenchRequest) -> UserProgram | None:
 def images(client: Client, settings: Settings, settled: Settled, emit: Emit) -> Sides:
     """The baseline (the candidate's parent or `HEAD`, the stable image, or what the
     `against` options name) and the dev image of the compiler asked for (none: the
-    baseline itself, an A/A comparison). For a kernel benchmark, a compiler's side is
+    baseline itself, an A/A comparison). For a microbenchmark, a compiler's side is
     its toolchain image: no GROMACS is built."""
     req = settled.request
     if req.no_gmx_rebuild:  # read before a baseline's dev build moves it
@@ -267,7 +267,7 @@ def _side(
     client: Client, settings: Settings, req: BenchRequest, side: BenchSide, rebuild: bool,
     emit: Emit, name: str,
 ) -> ImageRecord:  # fmt: skip
-    """One side's GROMACS build (or, for a kernel benchmark, its toolchain image)."""
+    """One side's GROMACS build (or, for a microbenchmark, its toolchain image)."""
     kind, named = side.compiler.kind, side.compiler.name
     if kind == "build":
         image = engine.image(client, gromacs_ref(named))
@@ -288,11 +288,11 @@ def _side(
         client, llvm_settings(settings, side), side.compiler, rebuild=rebuild, emit=emit
     )
     assert tag is not None, side
-    if _kernel(settings, req):
+    if _microbench(settings, req):
         image = engine.image(client, tag)
         assert image is not None, tag
         record = ImageRecord.from_labels(tag, image.id, image.labels)
-        return record.model_copy(update={"build": kernels.build_name(image, tag)})
+        return record.model_copy(update={"build": microbench.build_name(image, tag)})
     emit(Step(f"{name}: GROMACS dev build with {tag}"))
     return build_gromacs(client, settings, "dev", toolchain_tag=tag, emit=emit)
 

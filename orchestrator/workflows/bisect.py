@@ -17,7 +17,7 @@ interleaved pairs), and the verdict is read on the slowdown the bad end showed:
 - a commit whose code is byte-identical to a commit already measured (the good end
   included: its build is every step's baseline) takes that commit's verdict without
   runs, "code identical to <commit>": kernel images by their programs' normalised code
-  (`kernels.code_identity`), GROMACS builds by the codegen fingerprint's per-kernel hashes;
+  (`microbench.code_identity`), GROMACS builds by the codegen fingerprint's per-kernel hashes;
 - a commit whose toolchain or binaries do not build is `git bisect skip`, not a verdict.
 
 Every step is written to the results database as it ends (`history`, `report --html`).
@@ -39,11 +39,11 @@ from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.events import Caution, Emit, Message, Step, ignore
 from orchestrator.core.settings import Settings
 from orchestrator.engine import BuildFailed, Client
-from orchestrator.images import kernels
+from orchestrator.images import microbench
 from orchestrator.images.gitsource import display_source, git, is_url, refuse_option
 from orchestrator.images.gromacs import build_gromacs
 from orchestrator.report import words
-from orchestrator.runs.kernel_recipe import ResolvedKernel
+from orchestrator.runs.microbench_recipe import ResolvedMicrobench
 from orchestrator.runs.recipe import load_system
 from orchestrator.store.database import Database, bisect_steps, bisects
 from orchestrator.store.layout import group_of
@@ -328,9 +328,9 @@ def _code(
     system = load_system(req.system, settings.recipes_dirs)
     tag = toolchain_for(client, settings, CompilerSpec("llvm", commit), emit=emit)
     assert tag is not None, commit
-    if isinstance(system, ResolvedKernel):
-        image = kernels.ensure(client, settings, tag, system.program, emit)
-        return kernels.code_identity(client, image, system.program)
+    if isinstance(system, ResolvedMicrobench):
+        image = microbench.ensure(client, settings, tag, system.program, emit)
+        return microbench.code_identity(client, image, system.program)
     record = build_gromacs(client, settings, "dev", toolchain_tag=tag, emit=emit)
     try:
         _, codegen = image_codegen(client, settings, record.tag, emit)

@@ -35,7 +35,7 @@ from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.settings import Settings
 from orchestrator.platforms.base import ProfileMode
 from orchestrator.platforms.roles import Platform
-from orchestrator.runs.kernel_recipe import ResolvedKernel
+from orchestrator.runs.microbench_recipe import ResolvedMicrobench
 from orchestrator.runs.recipe import ResolvedSystem
 from orchestrator.store.records import RunResult
 from orchestrator.store.runstore import RunStore
@@ -95,7 +95,7 @@ def run_time(settings: Settings, system: str, steps: int | None, cpu_only: bool)
     """From this machine's finished runs of `system` (alike in `cpu_only`): a line fitted
     to the medians at two or more step counts; from one step count, the runs' own set-up
     time (or none) apart and the rest proportional to steps, which says so. None: no run.
-    `steps` None (a kernel benchmark): the median run, whatever its steps."""
+    `steps` None (a microbenchmark): the median run, whatever its steps."""
     runs = stored_runs(settings, system, cpu_only)
     if not runs:
         return None
@@ -143,11 +143,11 @@ def stored_runs(settings: Settings, system: str, cpu_only: bool | None = None) -
 
 def traced(
     platform: Platform, stack: str | None, profile: ProfileMode | None, cpu_only: bool,
-    system: ResolvedSystem | ResolvedKernel,
+    system: ResolvedSystem | ResolvedMicrobench,
 ) -> bool:  # fmt: skip
     """Whether the runs give per-kernel statistics from the kernel trace: a GROMACS system
     on a GPU, traced (`--profile`, else the platform's default for the image's stack)."""
-    if cpu_only or isinstance(system, ResolvedKernel) or not platform.run.has_devices:
+    if cpu_only or isinstance(system, ResolvedMicrobench) or not platform.run.has_devices:
         return False
     return (profile or platform.profiler.default_profile(stack)) == "trace"
 
@@ -181,7 +181,7 @@ def capped(plan: RepeatPlan, pairs: int) -> RepeatPlan:
 
 
 def fit(
-    settings: Settings, *, budget: float, system: ResolvedSystem | ResolvedKernel,
+    settings: Settings, *, budget: float, system: ResolvedSystem | ResolvedMicrobench,
     plan: RepeatPlan, steps: int | None, cpu_only: bool, trace: bool,
 ) -> Fit:  # fmt: skip
     """`plan` and `steps` fitted to `budget` seconds of runs (see the module docstring);

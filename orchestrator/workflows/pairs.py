@@ -35,7 +35,7 @@ class Groups:
 
 def run_pairs(
     client: Client, settings: Settings, req: BenchRequest, baseline: ImageRecord,
-    candidate: ImageRecord, kernel: bool, emit: Emit,
+    candidate: ImageRecord, microbench: bool, emit: Emit,
 ) -> Groups:  # fmt: skip
     """Baseline and candidate, both measured now, in interleaved pairs (ABBA ABBA…).
 
@@ -97,7 +97,7 @@ def run_pairs(
             for image, group_tag, side in order if baseline_first(groups.pairs) else order[::-1]:
                 label = f"pair {groups.pairs} {of}, {side}: {image.build} on {system}"
                 run_tag = layout.repeat_tag(group_tag, groups.pairs, plan.most)
-                request = _request(image, system, run_tag, req, kernel)
+                request = _request(image, system, run_tag, req, microbench)
                 folded = Folded(f"pair {groups.pairs} {of} on {system}", side, len(order))
                 batch.append(Job(label, request, folded=folded))
         (ran,) = executor.run([batch], emit, stop_on_failure=True)
@@ -154,12 +154,12 @@ def _left_out(pairs: list[int]) -> str:
 
 
 def _request(
-    image: ImageRecord, system: str, tag: str, req: BenchRequest, kernel: bool
+    image: ImageRecord, system: str, tag: str, req: BenchRequest, microbench: bool
 ) -> runner.RunRequest:  # fmt: skip
-    """A kernel benchmark runs a toolchain image (by tag); mdrun a GROMACS build."""
+    """A microbenchmark runs a toolchain image (by tag); mdrun a GROMACS build."""
     platform = get(image.platform or "cpu")
     return runner.RunRequest(
-        build=image.tag if kernel else image.build or "", system=system, tag=tag,
+        build=image.tag if microbench else image.build or "", system=system, tag=tag,
         profile=req.profile or platform.profiler.default_profile(image.rocm_stack),
         mdrun_args=req.mdrun_args, steps=req.steps, llvm_commit=image.llvm_commit,
         cpu_only=req.cpu_only,

@@ -17,6 +17,7 @@ from orchestrator.core.errors import UsageError
 from orchestrator.core.events import Emit, ignore
 from orchestrator.engine import Client, Volume
 from orchestrator.images import catalog, toolchain
+from orchestrator.images.microbench_image import IMAGE_KIND
 from orchestrator.images.provenance import ImageRecord, label
 
 DEFAULT_KEEP = 3
@@ -65,7 +66,7 @@ def prune(
     `keep` newest of each platform and those a present image was built from."""
     if keep < 0:
         raise UsageError(f"--keep {keep}: the number of toolchains to keep is 0 or more.")
-    records = catalog.list_images(client, ("toolchain", "gromacs", "kernels"), emit)
+    records = catalog.list_images(client, ("toolchain", "gromacs", IMAGE_KIND), emit)
     users = _users(records)
     llvm = [  # newest first, as listed
         r
@@ -102,15 +103,16 @@ def _newest(keep: int) -> str:
 
 def _users(records: list[ImageRecord]) -> dict[str, list[str]]:
     """Toolchain tag to the tags of present images built from it: a dev GROMACS image
-    (and its kernel images) name theirs; a kernel image built FROM a toolchain names
-    its build `toolchain-<compiler>`, the compiler named like the toolchain's tag."""
+    (and its microbenchmark images) name theirs; a microbenchmark image built FROM a
+    toolchain names its build `toolchain-<compiler>`, the compiler named like the
+    toolchain's tag."""
     users: dict[str, list[str]] = defaultdict(list)
     for r in records:
         if r.kind == "toolchain":
             continue
         if r.toolchain:
             users[r.toolchain].append(r.tag)
-        elif r.kind == "kernels" and r.build and r.build.startswith("toolchain-"):
+        elif r.kind == IMAGE_KIND and r.build and r.build.startswith("toolchain-"):
             name = r.build.removeprefix("toolchain-")
             users[f"{toolchain.REPO}:{r.platform}-{name}"].append(r.tag)
     return users

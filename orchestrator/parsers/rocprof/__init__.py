@@ -1,4 +1,4 @@
-"""Parse rocprofv3 / legacy rocprof kernel CSVs into a per-category :class:`KernelBreakdown`.
+"""Parse rocprofv3 / legacy rocprof kernel CSVs into a per-category :class:`Breakdown`.
 
 rocprofv3's ``rocpd`` databases (ROCm 7.0's default) are read by :mod:`.rocpd` and summed
 here the same way, so both formats of one run give the same breakdown.
@@ -29,12 +29,12 @@ Real files are messier than the format documents:
   serialises dispatches and perturbs them: compare it only with another counter file.
 """
 
-from orchestrator.parsers.breakdown import CategoryTotal, KernelBreakdown, KernelRow
+from orchestrator.parsers.breakdown import Breakdown, CategoryTotal, KernelRow
 from orchestrator.parsers.rocprof.combine import find_rocprof_files, parse_kernel_csv, parse_rocprof
 
 __all__ = [
+    "Breakdown",
     "CategoryTotal",
-    "KernelBreakdown",
     "KernelRow",
     "find_rocprof_files",
     "parse_kernel_csv",

@@ -1,4 +1,4 @@
-"""The files of one run summed into one :class:`KernelBreakdown`, by clean kernel name."""
+"""The files of one run summed into one :class:`Breakdown`, by clean kernel name."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from itertools import chain
 from pathlib import Path
 
 from orchestrator.core.errors import UserError
-from orchestrator.parsers.breakdown import KernelBreakdown, build_breakdown
+from orchestrator.parsers.breakdown import Breakdown, build_breakdown
 from orchestrator.parsers.categories import classify, strip_kernel_suffix
 from orchestrator.parsers.rocpd import agents_note, is_sqlite, read_rocpd
 from orchestrator.parsers.rocprof.files import NOT_KERNEL, from_trace, read_file
@@ -64,7 +64,7 @@ def _is_rocpd(path: Path) -> bool:
     return path.suffix.lower() == ".db" or is_sqlite(path)
 
 
-def _combine(files: list[Path]) -> KernelBreakdown:
+def _combine(files: list[Path]) -> Breakdown:
     labels: list[str] = []
     calls: dict[str, int] = {}
     total: dict[str, int] = {}
@@ -96,7 +96,7 @@ def _combine(files: list[Path]) -> KernelBreakdown:
     )
 
 
-def parse_kernel_csv(path: Path) -> KernelBreakdown:
+def parse_kernel_csv(path: Path) -> Breakdown:
     """One rocprofv3 kernel_trace/kernel_stats CSV or rocpd database, or a legacy rocprof
     results CSV."""
     return _combine([path])
@@ -127,7 +127,7 @@ def find_rocprof_files(directory: Path) -> list[Path]:
     return []
 
 
-def parse_rocprof(path: Path) -> KernelBreakdown:
+def parse_rocprof(path: Path) -> Breakdown:
     """A kernel CSV or a directory of rocprof output → breakdown (files summed)."""
     if path.is_dir():
         files = find_rocprof_files(path)

@@ -14,14 +14,14 @@ from typing import Any, ClassVar, Literal
 from orchestrator.codegen.model import probe_argv
 from orchestrator.core.errors import UserError
 from orchestrator.core.settings import GromacsSource, Settings
-from orchestrator.parsers.breakdown import KernelBreakdown
+from orchestrator.parsers.breakdown import Breakdown
 from orchestrator.parsers.mdlog import MdLog, cycle_breakdown
 from orchestrator.platforms.base import (
     DEBOOTSTRAP_REPO,
     BuildFacts,
     Compiler,
     Flavor,
-    KernelCompiler,
+    MicrobenchCompiler,
     Probe,
     ProfileMode,
     common_cmake_flags,
@@ -107,17 +107,19 @@ class CpuRun(RunRole):
 class CpuProfiler(ProfilerRole):
     """No profiler: md.log's cycle accounting is the breakdown."""
 
-    def breakdown(self, md: MdLog, run_dir: Path, profile: ProfileMode) -> KernelBreakdown | None:
+    def breakdown(self, md: MdLog, run_dir: Path, profile: ProfileMode) -> Breakdown | None:
         return cycle_breakdown(md)
 
 
 class CpuCodegen(CodegenRole):
-    """libgromacs.so read by binutils; kernels compiled by the build's C++ compiler."""
+    """libgromacs.so read by binutils; microbenchmarks compiled by the build's C++ compiler."""
 
-    def kernel_compiler(self, settings: Settings, labels: Mapping[str, str]) -> KernelCompiler:
+    def microbench_compiler(
+        self, settings: Settings, labels: Mapping[str, str]
+    ) -> MicrobenchCompiler:
         """The build's C++ compiler with `-O3`, OpenMP and its GMX_SIMD level's flags."""
         simd = labels.get("simd") or settings.simd
-        return KernelCompiler(
+        return MicrobenchCompiler(
             api="openmp",
             compiler=labels.get("compiler") or "c++",
             flags=["-O3", "-std=c++17", "-fopenmp", *SIMD_FLAGS.get(simd, [])],

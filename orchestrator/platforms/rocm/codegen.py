@@ -1,5 +1,5 @@
 """How the code of a ROCm image is read (the GPU code objects its build kept, by the
-stack's own LLVM tools) and how kernel benchmarks compile in one (its HIP compiler,
+stack's own LLVM tools) and how microbenchmarks compile in one (its HIP compiler,
 driven as its GROMACS build drove it)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Literal
 
 from orchestrator.codegen.model import probe_argv
 from orchestrator.core.settings import Settings, split_targets
-from orchestrator.platforms.base import KernelCompiler
+from orchestrator.platforms.base import MicrobenchCompiler
 from orchestrator.platforms.rocm.stacks import STACKS, of_image, stack
 from orchestrator.platforms.rocm.targets import gpu_archs, offload_flags
 from orchestrator.platforms.roles import CodegenRole
@@ -19,7 +19,7 @@ CODEOBJECTS = "/opt/gmxbench/codeobjects"
 
 
 class RocmCodegen(CodegenRole):
-    """The GPU code objects, by llvm-objdump; kernels by the build's HIP compiler."""
+    """The GPU code objects, by llvm-objdump; microbenchmarks by the build's HIP compiler."""
 
     def codegen_probe(
         self, mode: Literal["codegen", "asm"], prefix: str, variant: str | None,
@@ -36,12 +36,14 @@ class RocmCodegen(CodegenRole):
             readelf=f"{tools}/llvm-readelf", cxxfilt=f"{tools}/llvm-cxxfilt",
         )  # fmt: skip
 
-    def kernel_compiler(self, settings: Settings, labels: Mapping[str, str]) -> KernelCompiler:
+    def microbench_compiler(
+        self, settings: Settings, labels: Mapping[str, str]
+    ) -> MicrobenchCompiler:
         """The build's HIP compiler, driven as its GROMACS build drove it, for each of its
         GPU targets (the image's `gpu_arch` label: `gfx1201,gfx942`)."""
         used = STACKS.get(labels.get("rocm_stack") or "", stack(settings))
         targets = split_targets(labels.get("gpu_arch")) or gpu_archs(settings)
-        return KernelCompiler(
+        return MicrobenchCompiler(
             api="hip",
             compiler=labels.get("compiler") or used.stable_hip(settings),
             flags=[
@@ -52,6 +54,6 @@ class RocmCodegen(CodegenRole):
                 f"--rocm-device-lib-path={used.device_libs(settings)}",
                 "-O3",
             ],
-            libs=list(used.kernel_libs),
+            libs=list(used.microbench_libs),
             source="bandwidth_gpu.cu",
         )

@@ -17,7 +17,7 @@ import shlex
 from pathlib import Path
 
 from orchestrator.core.errors import UserError
-from orchestrator.parsers.breakdown import KernelBreakdown
+from orchestrator.parsers.breakdown import Breakdown
 from orchestrator.parsers.mdlog import MdLog
 from orchestrator.parsers.rocprof import find_rocprof_files, parse_rocprof
 from orchestrator.parsers.rocprof_compute import find_workload, parse_workload, unsupported_arch
@@ -193,11 +193,11 @@ class RocmProfiler(ProfilerRole):
             return systrace_outcome(run_dir / SYSTRACE_DIR)
         return None
 
-    def breakdown(self, md: MdLog, run_dir: Path, profile: ProfileMode) -> KernelBreakdown | None:
+    def breakdown(self, md: MdLog, run_dir: Path, profile: ProfileMode) -> Breakdown | None:
         """GPU kernels are only known from a trace."""
         return parse_rocprof(run_dir / TRACE_DIR) if profile == "trace" else None
 
-    def profile_breakdown(self, run_dir: Path) -> KernelBreakdown | None:
+    def profile_breakdown(self, run_dir: Path) -> Breakdown | None:
         traces = run_dir / TRACE_DIR
         if traces.is_dir() and find_rocprof_files(traces):
             return parse_rocprof(traces)

@@ -69,8 +69,8 @@ class RocmStack:
     #: CMake flags beyond the shared ones (Debian's, as the CPU build: no tests, no API
     #: libraries, and no Colvars, 45 slow units no benchmark system uses).
     extra_cmake_flags: tuple[str, ...]
-    #: What a kernel benchmark links to get HIP's runtime.
-    kernel_libs: tuple[str, ...]
+    #: What a microbenchmark links to get HIP's runtime.
+    microbench_libs: tuple[str, ...]
     has_profilers: bool
     #: The code-object version the stable compiler emits by default (dev builds follow it).
     stable_code_object_version: int
@@ -122,7 +122,7 @@ STACKS: dict[str, RocmStack] = {
         cmake_rocm_root=True,
         stable_hip_flags=False,
         extra_cmake_flags=(),
-        kernel_libs=("--hip-link",),
+        microbench_libs=("--hip-link",),
         has_profilers=True,
         stable_code_object_version=AMD_CODE_OBJECT_VERSION,
     ),
@@ -147,7 +147,7 @@ STACKS: dict[str, RocmStack] = {
             "-DGMX_INSTALL_NBLIB_API=OFF",
             "-DGMX_USE_COLVARS=NONE",
         ),
-        kernel_libs=("-lamdhip64",),
+        microbench_libs=("-lamdhip64",),
         has_profilers=False,
         stable_code_object_version=DEBIAN_CODE_OBJECT_VERSION,
     ),

@@ -41,12 +41,18 @@ from orchestrator.engine import Client
 from orchestrator.runs import runner
 from orchestrator.runs.executors.base import Chain, Executor, Job
 from orchestrator.runs.hostinfo import HostInfo
-from orchestrator.runs.kernel_recipe import ResolvedKernel
+from orchestrator.runs.microbench_recipe import ResolvedMicrobench
 from orchestrator.runs.recipe import load_system
 from orchestrator.runs.runner import RunEnded, RunStarted
 from orchestrator.store import database
 from orchestrator.store.layout import RESULT_FILE, SCHEDULER_LOG, SCHEDULER_SCRIPT
-from orchestrator.store.records import ImageRef, RunResult, SchedulerRecord, placement
+from orchestrator.store.records import (
+    MICROBENCH_KIND,
+    ImageRef,
+    RunResult,
+    SchedulerRecord,
+    placement,
+)
 from orchestrator.store.runstore import RunStore, log_tail
 
 JOB_PREFIX = "gmxbench:"
@@ -448,6 +454,6 @@ class SlurmExecutor(Executor):
             timestamp=datetime.now(UTC).isoformat(timespec="seconds"),
             profile_mode=req.profile, image=ImageRef(tag=req.build, id=""),
             host=HostInfo(hostname=end.node or "(no node)", kernel=""), command=[],
-            kind="kernel" if isinstance(system, ResolvedKernel) else "gromacs",
+            kind=MICROBENCH_KIND if isinstance(system, ResolvedMicrobench) else "gromacs",
             batch_job=end.job_id, **placement(slot.run_id, req.tag or ""),
         )  # fmt: skip

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from orchestrator.core.errors import UsageError
 from orchestrator.core.shipped import shipped
-from orchestrator.runs.kernel_recipe import KernelRecipe, ResolvedKernel
+from orchestrator.runs.microbench_recipe import RECIPE_KIND, MicrobenchRecipe, ResolvedMicrobench
 from orchestrator.runs.recipe.models import ChoiceSizes, Recipe, ResolvedSystem
 
 #: The recipes shipped with the tool (`recipes/`, package data in a wheel).
@@ -21,14 +21,14 @@ SHIPPED = shipped("recipes")
 DEFAULT_SYSTEM = "water"
 
 
-AnyRecipe = Recipe | KernelRecipe
+AnyRecipe = Recipe | MicrobenchRecipe
 
 
 def _read(path: Traversable) -> AnyRecipe:
     stem = path.name.removesuffix(".toml")
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
-        model = KernelRecipe if data.get("kind") == "kernel" else Recipe
+        model = MicrobenchRecipe if data.get("kind") == RECIPE_KIND else Recipe
         recipe: AnyRecipe = model.model_validate(data)
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"Recipe {path} is not valid TOML: {exc}. Fix the file.") from None
@@ -43,12 +43,12 @@ def _read(path: Traversable) -> AnyRecipe:
         raise UsageError(
             f"Recipe {path} is named {recipe.name!r}; the file must be {recipe.name}.toml."
         )
-    if isinstance(recipe, KernelRecipe) and recipe.sources is not None:
+    if isinstance(recipe, MicrobenchRecipe) and recipe.sources is not None:
         _check_sources(path, recipe)
     return recipe
 
 
-def _check_sources(path: Traversable, recipe: KernelRecipe) -> None:
+def _check_sources(path: Traversable, recipe: MicrobenchRecipe) -> None:
     """A recipe's own sources are files inside its folder (a user's folder, not ours)."""
     assert recipe.sources is not None
     if not isinstance(path, Path):
@@ -111,15 +111,15 @@ def parse_system_name(system: str | None) -> tuple[str, str | None, str | None]:
 def load_recipe(system: str | None = None, dirs: Sequence[Path] = ()) -> ResolvedSystem:
     """A GROMACS system name (None/"" = `water`) as a `ResolvedSystem`, or a `UsageError`."""
     resolved = load_system(system, dirs)
-    if isinstance(resolved, ResolvedKernel):
+    if isinstance(resolved, ResolvedMicrobench):
         raise UsageError(f"{resolved.recipe} is a kernel benchmark, not a GROMACS system.")
     return resolved
 
 
 def load_system(
     system: str | None = None, dirs: Sequence[Path] = ()
-) -> ResolvedSystem | ResolvedKernel:
-    """Resolve any system name: a GROMACS system or a kernel benchmark (`bandwidth`)."""
+) -> ResolvedSystem | ResolvedMicrobench:
+    """Resolve any system name: a GROMACS system or a microbenchmark (`bandwidth`)."""
     name, size, variant = parse_system_name(system)
     found = find_recipes(dirs)
     recipes = {r.name: r for r, _ in found.values()}
@@ -137,6 +137,6 @@ def load_system(
         if not (sized and recipe.sizes.match(size)):  # type: ignore[union-attr]
             size, variant = None, size
     path = found[recipe.name][1]
-    if isinstance(recipe, KernelRecipe):
+    if isinstance(recipe, MicrobenchRecipe):
         return recipe.resolve(size, variant, recipe_file=path).model_copy(update={"source": path})
     return recipe.resolve(size, variant).model_copy(update={"source": path})

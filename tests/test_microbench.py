@@ -1,7 +1,7 @@
-"""Kernel recipes without an engine: names, outputs of real runs, the tuning analysis,
+"""Microbenchmark recipes without an engine: names, outputs of real runs, the tuning analysis,
 and compare judging each metric in its declared direction.
 
-Fixtures in tests/data/kernels/: `cpu/` came from this tool's own runs on the CI machine
+Fixtures in tests/data/microbench/: `cpu/` came from this tool's own runs on the CI machine
 (bandwidth sweep of stable-cpu-gcc12; `tune::quick` caches of gcc 12 and clang 16);
 `gpu/` from the CUDA build of the same sources on the borrowed NVIDIA GPU (device.txt
 says which, with the exact commands).
@@ -20,7 +20,7 @@ from test_faults import record, save  # a RunResult as the runner writes it
 
 from orchestrator.core.errors import UsageError, UserError
 from orchestrator.images.user_kernels import BINARY, UserProgram
-from orchestrator.parsers.kernelbench import (
+from orchestrator.parsers.microbench import (
     MetricValue,
     bandwidth_values,
     kernel_values,
@@ -33,14 +33,14 @@ from orchestrator.parsers.kernelbench import (
 )
 from orchestrator.report import words
 from orchestrator.report.text import render
-from orchestrator.runs import kernel_runs
-from orchestrator.runs.kernel_recipe import ResolvedKernel
+from orchestrator.runs import microbench_runs
+from orchestrator.runs.microbench_recipe import ResolvedMicrobench
 from orchestrator.runs.recipe import load_recipe, load_system
 from orchestrator.store.layout import USER_KERNEL_FILE
 from orchestrator.store.runstore import RunStore
 from orchestrator.verdict.judge import compare_groups
 
-DATA = Path(__file__).parent / "data" / "kernels"
+DATA = Path(__file__).parent / "data" / "microbench"
 GPU = DATA / "gpu"
 
 
@@ -55,7 +55,7 @@ GPU = DATA / "gpu"
         ("tune:1000000", "tune:1000000:full", 1_000_000),
     ],
 )
-def test_kernel_system_names(given: str, name: str, nbytes: int | None) -> None:
+def test_microbench_system_names(given: str, name: str, nbytes: int | None) -> None:
     system = load_system(given)
     assert (system.name, getattr(system, "bytes", "?")) == (name, nbytes)
 
@@ -65,12 +65,12 @@ def test_kernel_system_names(given: str, name: str, nbytes: int | None) -> None:
     [("bandwidth:lots", "not a size in bytes"), ("tune:sweep", "not a size in bytes"),
      ("bandwidth::streaming", "no variant 'streaming'")],
 )  # fmt: skip
-def test_bad_kernel_system_names_say_what_to_write(given: str, says: str) -> None:
+def test_bad_microbench_system_names_say_what_to_write(given: str, says: str) -> None:
     with pytest.raises(UsageError, match=says):
         load_system(given)
 
 
-def test_a_kernel_recipe_is_not_a_gromacs_system() -> None:
+def test_a_microbench_recipe_is_not_a_gromacs_system() -> None:
     with pytest.raises(UsageError, match="kernel benchmark, not a GROMACS system"):
         load_recipe("bandwidth")
 
@@ -162,7 +162,7 @@ def test_a_cache_of_failures_only_says_the_compiler_cannot_build_it(tmp_path: Pa
         summarize(tmp_path / "c.json")
 
 
-def _kernel_runs(tmp_path: Path, side: str, values: list[dict[str, float]]) -> list[Path]:
+def _microbench_runs(tmp_path: Path, side: str, values: list[dict[str, float]]) -> list[Path]:
     """Run directories of `bench`-made pairs with these metric values (bandwidth's specs)."""
     system = load_system("bandwidth:64MiB")
     specs = {m.name: m for m in system.metrics}
@@ -182,11 +182,11 @@ def _kernel_runs(tmp_path: Path, side: str, values: list[dict[str, float]]) -> l
     return paths
 
 
-def test_compare_judges_each_kernel_metric_in_its_declared_direction(tmp_path: Path) -> None:
+def test_compare_judges_each_microbench_metric_in_its_declared_direction(tmp_path: Path) -> None:
     base = [{"ro_peak": 40 + d, "rw_peak": 20 + d} for d in (0.0, 0.4, -0.3, 0.2, -0.1)]
     cand = [{"ro_peak": 40 + d, "rw_peak": 24 + d} for d in (0.1, 0.3, -0.2, 0.2, 0.0)]
-    _kernel_runs(tmp_path, "base", base)
-    _kernel_runs(tmp_path, "cand", cand)
+    _microbench_runs(tmp_path, "base", base)
+    _microbench_runs(tmp_path, "cand", cand)
     store = RunStore(tmp_path)
     cmp = compare_groups(
         store.finished("stable-cpu-gcc12__bandwidth-64MiB-temporal__kernel-baseline-b"),
@@ -200,8 +200,8 @@ def test_compare_judges_each_kernel_metric_in_its_declared_direction(tmp_path: P
     assert "ro_peak (GB/s)" in text and "🚀 rw_peak" in text
 
 
-def test_kernel_runs_are_not_compared_with_mdrun_runs(tmp_path: Path) -> None:
-    paths = _kernel_runs(tmp_path, "base", [{"ro_peak": 1.0, "rw_peak": 1.0}] * 2)
+def test_microbench_runs_are_not_compared_with_mdrun_runs(tmp_path: Path) -> None:
+    paths = _microbench_runs(tmp_path, "base", [{"ro_peak": 1.0, "rw_peak": 1.0}] * 2)
     other = tmp_path / "stable-cpu-gcc12__water-6k-pme__x"
     shutil.copytree(paths[0], other)
     result = json.loads((other / "result.json").read_text())
@@ -254,7 +254,7 @@ def _user_folder(tmp_path: Path, toml: str, files: dict[str, str]) -> Path:
 
 def test_a_user_recipe_names_its_sources_and_the_platform_picks_one() -> None:
     system = load_system("saxpy:1MiB", [USER / "saxpy"])
-    assert isinstance(system, ResolvedKernel) and isinstance(system.program, UserProgram)
+    assert isinstance(system, ResolvedMicrobench) and isinstance(system.program, UserProgram)
     assert system.name == "saxpy:1MiB:default" and system.bytes == 1 << 20
     assert system.source == str(USER / "saxpy" / "saxpy.toml")
     written, path = system.program.source("hip", "b")
@@ -269,7 +269,7 @@ def test_a_build_whose_api_the_recipe_has_no_source_for_is_told_what_it_has(
 ) -> None:
     folder = _user_folder(tmp_path, SAXPY_TOML, {"saxpy.hip": "", "saxpy.cpp": ""})
     system = load_system("saxpy", [folder])
-    assert isinstance(system, ResolvedKernel) and isinstance(system.program, UserProgram)
+    assert isinstance(system, ResolvedMicrobench) and isinstance(system.program, UserProgram)
     with pytest.raises(UserError) as cuda:  # no `cuda` source: says what it has
         system.program.source("cuda", "stable-cuda")
     said = cuda.value.message
@@ -303,7 +303,7 @@ def test_a_source_below_the_recipe_folder_is_found(tmp_path: Path) -> None:
     toml = SAXPY_TOML.replace('hip = "saxpy.hip"', 'hip = "src/saxpy.hip"')
     folder = _user_folder(tmp_path, toml, {"src/saxpy.hip": "", "saxpy.cpp": ""})
     system = load_system("saxpy", [folder])
-    assert isinstance(system, ResolvedKernel) and isinstance(system.program, UserProgram)
+    assert isinstance(system, ResolvedMicrobench) and isinstance(system.program, UserProgram)
     assert system.program.source("hip", "b")[0] == "src/saxpy.hip"
 
 
@@ -350,11 +350,13 @@ def test_a_user_run_keeps_the_declared_metrics_and_names_missing_ones(tmp_path: 
     """The recipe picks what it judges: undeclared numbers stay in kernel.json only; a
     declared one the program did not report fails the run, naming what it reported."""
     system = load_system("saxpy", [USER / "saxpy"])
-    assert isinstance(system, ResolvedKernel)
+    assert isinstance(system, ResolvedMicrobench)
     shutil.copy(DATA / "cpu" / "user_saxpy.json", tmp_path / USER_KERNEL_FILE)
     result = record("toolchain-x__saxpy-16MiB-default__t-0", build="toolchain-x")
     result.return_code = 0
-    kernel_runs.fill(result, system.model_copy(update={"metrics": system.metrics[:2]}), tmp_path)
+    microbench_runs.fill(
+        result, system.model_copy(update={"metrics": system.metrics[:2]}), tmp_path
+    )
     assert result.finished and set(result.metrics) == {"saxpy_gbs", "saxpy_ms"}
     assert result.metrics["saxpy_ms"].better == "lower" and result.facts["api"] == "openmp"
     data = json.loads((tmp_path / USER_KERNEL_FILE).read_text())
@@ -362,9 +364,9 @@ def test_a_user_run_keeps_the_declared_metrics_and_names_missing_ones(tmp_path: 
     (tmp_path / USER_KERNEL_FILE).write_text(json.dumps(data))
     again = record("toolchain-x__saxpy-16MiB-default__t-1", build="toolchain-x")
     again.return_code = 0
-    kernel_runs.fill(again, system, tmp_path)
+    microbench_runs.fill(again, system, tmp_path)
     assert not again.finished and again.failure is not None
     assert "reported no window_gbs, window_ms" in again.failure and "saxpy.toml" in again.failure
-    argv, redirect = kernel_runs.command(system, None, "/run")  # type: ignore[arg-type]
+    argv, redirect = microbench_runs.command(system, None, "/run")  # type: ignore[arg-type]
     assert argv == [BINARY, "--size", str(16 << 20), "--variant", "default"]
     assert redirect == f" > {USER_KERNEL_FILE}"

@@ -1,4 +1,4 @@
-"""Kernel recipes for real: compiled in the builds' images by their own compilers, run in
+"""Microbenchmark recipes for real: compiled in the builds' images by their own compilers, run in
 run containers, compared by bench; and the HIP variant compiled for gfx1201 with
 Debian's ROCm stack (the code object is read back; no AMD GPU runs it here)."""
 
@@ -11,9 +11,9 @@ import pytest
 
 from orchestrator import engine as engine_mod
 from orchestrator.core.errors import UserError
-from orchestrator.images import kernels
+from orchestrator.images import microbench
 from orchestrator.report import words
-from orchestrator.report.text import kernel_run_text, render
+from orchestrator.report.text import microbench_run_text, render
 from orchestrator.runs.runner import RunRequest, execute, plan_run
 from orchestrator.store.database import Database, runs
 from orchestrator.workflows.bench import BenchRequest, bench
@@ -39,19 +39,21 @@ def test_bandwidth_runs_in_the_stable_image_with_its_compiler(
     labels = engine.images.get(plan.image_id).labels
     assert labels["gmxbench.kind"] == "kernels"
     assert labels["gmxbench.compiler"] == stable_image.compiler  # the build's own compiler
-    assert "ro_peak" in kernel_run_text(result)
+    assert "ro_peak" in microbench_run_text(result)
     db = Database.of(cpu_settings)  # recorded in the results database as it ended
     row = db.query(runs.select().where(runs.c.run_id == result.run_id))[0]
     assert row.state == "finished" and row.headline_value == result.metrics["ro_peak"].value
     assert row.image_id == plan.image_id and row.kind == "kernel"
-    started = time.monotonic()  # the kernel image is keyed by its inputs: found, not rebuilt
-    again = kernels.ensure(engine, cpu_settings, stable_image.tag, "bandwidth")
+    started = (
+        time.monotonic()
+    )  # the microbenchmark image is keyed by its inputs: found, not rebuilt
+    again = microbench.ensure(engine, cpu_settings, stable_image.tag, "bandwidth")
     assert again.id == plan.image_id and time.monotonic() - started < 10
     _, nt = _run(engine, cpu_settings, stable_image.tag, "bandwidth:16MiB:nt", "k1")
     assert nt.finished and nt.command[0].endswith("/bandwidth-nt")
 
 
-def test_bench_compares_kernels_of_a_toolchain_without_building_gromacs(
+def test_bench_compares_microbenchmarks_of_a_toolchain_without_building_gromacs(
     engine: Any, cpu_settings: Any, stable_image: Any, toolchain_image: str
 ) -> None:
     req = BenchRequest(
@@ -86,7 +88,7 @@ def test_tune_finds_each_compilers_optimum_and_says_whether_it_moved(
 def test_hip_bandwidth_compiles_to_gfx1201_code_with_nontemporal_accesses(
     engine: Any, rocm_settings: Any, rocm_stable: Any
 ) -> None:
-    image = kernels.ensure(engine, rocm_settings, rocm_stable.tag, "bandwidth")
+    image = microbench.ensure(engine, rocm_settings, rocm_stable.tag, "bandwidth")
     assert image.compiler.api == "hip" and "--offload-arch=gfx1201" in image.compiler.flags
     llvm = "/usr/lib/llvm-21/bin"
     script = (
@@ -102,4 +104,4 @@ def test_hip_bandwidth_compiles_to_gfx1201_code_with_nontemporal_accesses(
     assert "TH_LOAD_NT" not in temporal and "TH_STORE_NT" not in temporal
     assert "TH_LOAD_NT" in nt and "TH_STORE_NT" in nt
     with pytest.raises(UserError, match="hip-python"):  # no Kernel Tuner backend pinned yet
-        kernels.ensure(engine, rocm_settings, rocm_stable.tag, "tune")
+        microbench.ensure(engine, rocm_settings, rocm_stable.tag, "tune")

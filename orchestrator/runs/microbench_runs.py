@@ -1,9 +1,9 @@
-"""The kernel-benchmark half of a run: what the container runs, and what the run found.
+"""The microbenchmark half of a run: what the container runs, and what the run found.
 
 The runner (`runs.runner`) owns everything a run is (record, container, signals,
-liveness); this module answers the two questions that differ for a kernel recipe: the
-command run.sh executes in the build's kernel image (`images.kernels`), and which
-numbers of the files it left become the run's metrics.
+liveness); this module answers the two questions that differ for a microbenchmark
+recipe: the command run.sh executes in the build's microbenchmark image
+(`images.microbench`), and which numbers of the files it left become the run's metrics.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from pathlib import Path
 
 from orchestrator.core.errors import UserError
 from orchestrator.core.files import write_atomic
-from orchestrator.images.kernel_image import KernelImage
+from orchestrator.images.microbench_image import MICROBENCH_DIR, MicrobenchImage
 from orchestrator.images.user_kernels import BINARY, UserProgram
-from orchestrator.parsers.kernelbench import (
+from orchestrator.parsers.microbench import (
     MetricValue,
     bandwidth_values,
     kernel_values,
@@ -24,7 +24,7 @@ from orchestrator.parsers.kernelbench import (
     summarize,
     tune_values,
 )
-from orchestrator.runs.kernel_recipe import ResolvedKernel
+from orchestrator.runs.microbench_recipe import ResolvedMicrobench
 from orchestrator.store.layout import (
     BANDWIDTH_FILE,
     TUNE_CACHE_FILE,
@@ -32,25 +32,25 @@ from orchestrator.store.layout import (
     TUNE_SUMMARY_FILE,
     USER_KERNEL_FILE,
 )
-from orchestrator.store.records import RunResult
-
-KERNELS_DIR = "/opt/gmxbench/kernels"
+from orchestrator.store.records import MICROBENCH_KIND, RunResult
 
 
-def command(system: ResolvedKernel, image: KernelImage, workdir: str) -> tuple[list[str], str]:
-    """(argv, the output redirection run.sh adds) of the kernel program."""
+def command(
+    system: ResolvedMicrobench, image: MicrobenchImage, workdir: str
+) -> tuple[list[str], str]:
+    """(argv, the output redirection run.sh adds) of the microbenchmark program."""
     if isinstance(system.program, UserProgram):
         argv = [BINARY, "--size", str(system.bytes), "--variant", system.variant]
         return argv, f" > {USER_KERNEL_FILE}"
     if system.program == "bandwidth":
         binary = "bandwidth-nt" if system.variant == "nt" else "bandwidth"
-        argv = [f"{KERNELS_DIR}/bin/{binary}"]
+        argv = [f"{MICROBENCH_DIR}/bin/{binary}"]
         if system.bytes is not None:
             argv += ["--size", str(system.bytes)]
         return argv, f" > {BANDWIDTH_FILE}"
     compiler = image.compiler
     argv = [
-        "python3", f"{KERNELS_DIR}/tune.py", "--backend", "c", "--space", system.variant,
+        "python3", f"{MICROBENCH_DIR}/tune.py", "--backend", "c", "--space", system.variant,
         "--size", str(system.bytes), "--compiler", compiler.compiler,
         "--flags", " ".join(compiler.flags), "--vec", ",".join(map(str, compiler.vector_widths)),
         "--out", workdir,
@@ -68,9 +68,9 @@ def script(argv: list[str], redirect: str, times_file: str, workdir: str) -> str
     )
 
 
-def fill(result: RunResult, system: ResolvedKernel, run_dir: Path) -> None:
+def fill(result: RunResult, system: ResolvedMicrobench, run_dir: Path) -> None:
     """The metrics of a run whose container exited, or why there are none."""
-    result.kind, result.headline = "kernel", system.headline
+    result.kind, result.headline = MICROBENCH_KIND, system.headline
     if result.return_code != 0:
         result.failure = result.failure or f"{system.program} exited with code {result.return_code}"
         return
@@ -105,7 +105,7 @@ def fill(result: RunResult, system: ResolvedKernel, run_dir: Path) -> None:
     result.finished = True
 
 
-def _values(result: RunResult, system: ResolvedKernel, run_dir: Path) -> dict[str, float]:
+def _values(result: RunResult, system: ResolvedMicrobench, run_dir: Path) -> dict[str, float]:
     if isinstance(system.program, UserProgram):
         user = parse_kernel(run_dir / USER_KERNEL_FILE)
         result.facts = {

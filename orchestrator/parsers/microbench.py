@@ -1,9 +1,9 @@
-"""What the kernel benchmarks leave in a run directory, as metrics compare can judge.
+"""What the microbenchmarks leave in a run directory, as metrics compare can judge.
 
 `bandwidth` prints one JSON document (`bandwidth.json`: GB/s per size for the read-only
 and the copy kernel, and the device); a user's own kernel, timed by
-`payloads/kernels/gmxbench_kernel.h`, one of the same family (`kernel.json`: ms and GB/s per
-kernel, and the device); `tune` leaves Kernel Tuner's own cache file
+`payloads/microbench/gmxbench_kernel.h`, one of the same family (`kernel.json`: ms and
+GB/s per kernel, and the device); `tune` leaves Kernel Tuner's own cache file
 (`tune_cache.json`: every configuration with its times) and `tune_meta.json`. The
 tuning analysis works on the cache file alone, so a stored cache file (or one from
 another machine) is analysed exactly as a fresh one: the best configuration, the
@@ -33,7 +33,7 @@ _UNITS = {"": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20,
 
 
 class MetricValue(BaseModel):
-    """One number a kernel run reports, with what the recipe declares about it."""
+    """One number a microbenchmark run reports, with what the recipe declares about it."""
 
     value: float
     unit: str

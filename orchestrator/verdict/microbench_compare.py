@@ -1,4 +1,4 @@
-"""Compare kernel-benchmark runs: each metric in the direction its recipe declares.
+"""Compare microbenchmark runs: each metric in the direction its recipe declares.
 
 The statistics are compare's (paired t on log ratios for `bench`'s interleaved pairs,
 Mann–Whitney otherwise, Benjamini–Hochberg across metrics); what differs is where the
@@ -10,7 +10,7 @@ also says whether the optimum moved between the builds, from their cache files.
 from __future__ import annotations
 
 from orchestrator.core.errors import UsageError
-from orchestrator.parsers.kernelbench import optimum_shift, parse_bytes
+from orchestrator.parsers.microbench import optimum_shift, parse_bytes
 from orchestrator.store.layout import TUNE_CACHE_FILE
 from orchestrator.store.runstore import Run
 from orchestrator.verdict.busy import screen
@@ -19,7 +19,7 @@ from orchestrator.verdict.model import Direction, Verdict
 from orchestrator.verdict.verdicts import adjust_for_many_categories, verdict
 
 
-def compare_kernel_runs(
+def compare_microbench_runs(
     base: list[Run], cand: list[Run], *, threshold_pct: float, alpha: float,
     paired: bool | None,
 ) -> Comparison:  # fmt: skip

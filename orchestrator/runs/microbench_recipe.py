@@ -1,18 +1,18 @@
-"""Kernel benchmark recipes: small programs compiled by the build's own compiler.
+"""Microbenchmark recipes: small programs compiled by the build's own compiler.
 
-A GROMACS recipe names a system for mdrun; a kernel recipe (`kind = "kernel"`) names a
-program of ours (`program`: `bandwidth`, `tune`) that the kernel image of a build
-compiles with that build's compiler and flags (`images.kernels`) and a run container
-runs. It declares what the program measures: each metric's unit and whether higher or
-lower is better (or neither: shown, never judged), so compare and bench judge it like
-ns/day without knowing the program. Its system name is `name[:size[:variant]]` as for
-GROMACS, with sizes in bytes (`64MiB`, `1.5GiB`, `1000000`) and `sweep` where the
-program sweeps sizes itself.
+A GROMACS recipe names a system for mdrun; a microbenchmark recipe (`kind = "kernel"` in
+its TOML, a name users write) names a program of ours (`program`: `bandwidth`, `tune`)
+that the microbenchmark image of a build compiles with that build's compiler and flags
+(`images.microbench`) and a run container runs. It declares what the program measures:
+each metric's unit and whether higher or lower is better (or neither: shown, never
+judged), so compare and bench judge it like ns/day without knowing the program. Its
+system name is `name[:size[:variant]]` as for GROMACS, with sizes in bytes (`64MiB`,
+`1.5GiB`, `1000000`) and `sweep` where the program sweeps sizes itself.
 
-A recipe in a user's folder may instead name its own sources next to the recipe file
-(`[sources]`: `hip`, `cuda`, `cpu`), written against `payloads/kernels/gmxbench_kernel.h`;
-the platform's API picks the one compiled (`images.user_kernels`). A recipe has either a
-`program` or `sources`.
+A recipe in a user's folder may instead name its own GPU kernel sources next to the
+recipe file (`[sources]`: `hip`, `cuda`, `cpu`), written against
+`payloads/microbench/gmxbench_kernel.h`; the platform's API picks the one compiled
+(`images.user_kernels`). A recipe has either a `program` or `sources`.
 """
 
 from __future__ import annotations
@@ -26,9 +26,11 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 from orchestrator.core.errors import UsageError
 from orchestrator.core.settings import SlurmResources
 from orchestrator.images.user_kernels import UserProgram
-from orchestrator.parsers.kernelbench import Better, format_bytes, parse_bytes
+from orchestrator.parsers.microbench import Better, format_bytes, parse_bytes
 
 SWEEP = "sweep"
+#: The TOML `kind` of a microbenchmark recipe: users' recipes say it, so it stays.
+RECIPE_KIND = "kernel"
 
 
 class _Model(BaseModel):
@@ -73,8 +75,8 @@ class KernelSources(_Model):
         return {k: v for k, v in self.model_dump().items() if v is not None}
 
 
-class KernelRecipe(_Model):
-    """One `recipes/<name>.toml` of `kind = "kernel"`."""
+class MicrobenchRecipe(_Model):
+    """One `recipes/<name>.toml` of `kind = "kernel"` (`RECIPE_KIND`)."""
 
     name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_.-]*$")
     kind: Literal["kernel"]
@@ -97,7 +99,7 @@ class KernelRecipe(_Model):
     slurm: SlurmResources | None = None
 
     @model_validator(mode="after")
-    def _consistent(self) -> KernelRecipe:
+    def _consistent(self) -> MicrobenchRecipe:
         if (self.program is None) == (self.sources is None):
             raise ValueError(
                 'a kernel recipe names either a program of ours (program = "bandwidth") '
@@ -134,7 +136,7 @@ class KernelRecipe(_Model):
 
     def resolve(
         self, size: str | None = None, variant: str | None = None, recipe_file: str = ""
-    ) -> ResolvedKernel:
+    ) -> ResolvedMicrobench:
         """Size and variant chosen; `recipe_file` is where a recipe with sources was read."""
         wanted = size or self.default_size
         if wanted == SWEEP and self.sweep:
@@ -156,7 +158,7 @@ class KernelRecipe(_Model):
         size_name = SWEEP if nbytes is None else format_bytes(nbytes)
         program = self.program or self.user_program(recipe_file)
         assert program is not None  # one or the other (_consistent)
-        return ResolvedKernel(
+        return ResolvedMicrobench(
             name=f"{self.name}:{size_name}:{chosen}",
             recipe=self.name,
             program=program,
@@ -169,8 +171,8 @@ class KernelRecipe(_Model):
         )
 
 
-class ResolvedKernel(_Model):
-    """A kernel recipe with size and variant chosen: what a run of it needs."""
+class ResolvedMicrobench(_Model):
+    """A microbenchmark recipe with size and variant chosen: what a run of it needs."""
 
     name: str  # canonical, e.g. "bandwidth:sweep:temporal", "tune:256MiB:quick"
     recipe: str

@@ -1,13 +1,14 @@
-"""Kernel images: a build's image plus our kernel benchmarks, compiled by its compiler.
+"""Microbenchmark images: a build's image plus our microbenchmarks, compiled by its compiler.
 
-A kernel recipe (`runs.kernel_recipe`) runs in an image built FROM the image of the
-build it measures: a GROMACS image (stable or dev) or a toolchain image, since a kernel
-needs the compiler, not GROMACS. The build's compiler under test compiles the program
-with the flags its GROMACS build used (`CodegenRole.kernel_compiler`); `tune` instead gets
-Kernel Tuner, whose C backend calls that compiler for every configuration at run time.
-Like every image here it is keyed by its inputs (rendered Dockerfile, parent id, the
-files it copies): a second run of the same build finds it in seconds. A recipe with its
-own sources (`[sources]`) gets its image from `images.user_kernels`.
+A microbenchmark recipe (`runs.microbench_recipe`) runs in an image built FROM the image
+of the build it measures: a GROMACS image (stable or dev) or a toolchain image, since a
+microbenchmark needs the compiler, not GROMACS. The build's compiler under test compiles
+the program with the flags its GROMACS build used (`CodegenRole.microbench_compiler`);
+`tune` instead gets Kernel Tuner, whose C backend calls that compiler for every
+configuration at run time. Like every image here it is keyed by its inputs (rendered
+Dockerfile, parent id, the files it copies): a second run of the same build finds it in
+seconds. A recipe with its own sources (`[sources]`) gets its image from
+`images.user_kernels`.
 """
 
 from __future__ import annotations
@@ -31,12 +32,14 @@ from orchestrator.engine import Client, Image
 from orchestrator.images.catalog import find_by_inputs, inputs_key, probe
 from orchestrator.images.ensure import Block, Stamp, ensure_image
 from orchestrator.images.gromacs import example_probe, gromacs_ref
-from orchestrator.images.kernel_image import (
+from orchestrator.images.microbench_image import (
+    IMAGE_KIND,
+    MICROBENCH_DIR,
     REPO,
     SOURCES,
-    KernelImage,
+    MicrobenchImage,
     file_digests,
-    kernel_record,
+    microbench_record,
 )
 from orchestrator.images.provenance import (
     KIND_LABEL,
@@ -48,13 +51,13 @@ from orchestrator.images.user_kernels import TEMPLATE as USER_TEMPLATE
 from orchestrator.images.user_kernels import UserProgram, ensure_user, kernel_codegen, llvm_bin
 from orchestrator.images.user_kernels import context as user_context
 from orchestrator.platforms import active, get
-from orchestrator.platforms.base import Compiler, KernelCompiler
+from orchestrator.platforms.base import Compiler, MicrobenchCompiler
 from orchestrator.store.layout import build_log_path
 
 REQUIREMENTS = "tune-requirements.txt"
 PROGRAMS = ("bandwidth", "tune")
-#: The files each program's image copies from `payloads/kernels/` (bandwidth: the platform's
-#: source and the header both sources share).
+#: The files each program's image copies from `payloads/microbench/` (bandwidth: the
+#: platform's source and the header both sources share).
 BANDWIDTH_HEADER = "bandwidth_common.h"
 TUNE_SOURCES = ("tune.py", "tune_cpu.c", "tune_gpu.cu")
 #: The manylinux platforms whose wheels run on the Debian images.
@@ -62,6 +65,8 @@ WHEEL_PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2
 
 
 def template(program: str) -> str:
+    """The template of a program's image (`images/kernel-<program>.Dockerfile.j2`, a name
+    the goldens share)."""
     return f"kernel-{program}"
 
 
@@ -85,11 +90,11 @@ def build_name(parent: Image, ref: str) -> str:
     return build
 
 
-def kernel_compiler(settings: Settings, labels: dict[str, str]) -> KernelCompiler:
+def microbench_compiler(settings: Settings, labels: dict[str, str]) -> MicrobenchCompiler:
     """The platform's answer for an image with these (prefixed) labels."""
     platform = get(labels.get(label("platform")) or active(settings).name)
     prefix = label("")
-    return platform.codegen.kernel_compiler(
+    return platform.codegen.microbench_compiler(
         settings, {k.removeprefix(prefix): v for k, v in labels.items() if k.startswith(prefix)}
     )
 
@@ -97,7 +102,7 @@ def kernel_compiler(settings: Settings, labels: dict[str, str]) -> KernelCompile
 def context(
     program: str, settings: Settings, parent_tag: str, build: str, labels: dict[str, str]
 ) -> dict[str, Any]:
-    compiler = kernel_compiler(settings, labels)
+    compiler = microbench_compiler(settings, labels)
     return {
         "parent_image": parent_tag,
         "build": build,
@@ -112,7 +117,7 @@ def context(
 
 
 def example_context(name: str, settings: Settings) -> dict[str, Any]:
-    """The context of a real build of the stable image's kernels (no engine asked)."""
+    """The context of a real build of the stable image's microbenchmarks (no engine asked)."""
     platform = active(settings)
     compiler = platform.build.stable_compiler(settings, example_probe)
     build = platform.build.stable_build_name(settings, compiler)
@@ -123,9 +128,9 @@ def example_context(name: str, settings: Settings) -> dict[str, Any]:
         label("compiler"): platform.build.compiler_under_test(compiler),
     }
     if name == USER_TEMPLATE:
-        kernel = kernel_compiler(settings, labels)
-        tools = llvm_bin(labels, kernel.api)
-        return user_context(kernel, gromacs_ref(build), build,
+        under_test = microbench_compiler(settings, labels)
+        tools = llvm_bin(labels, under_test.api)
+        return user_context(under_test, gromacs_ref(build), build,
                             "saxpy.hip" if tools else "saxpy.cpp", tools)  # fmt: skip
     return context(name.removeprefix("kernel-"), settings, gromacs_ref(build), build, labels)
 
@@ -133,8 +138,8 @@ def example_context(name: str, settings: Settings) -> dict[str, Any]:
 def ensure(
     client: Client, settings: Settings, ref: str, program: str | UserProgram,
     emit: Emit = ignore,
-) -> KernelImage:  # fmt: skip
-    """The kernel image of `program` on the build `ref` names (built now when missing):
+) -> MicrobenchImage:  # fmt: skip
+    """The microbenchmark image of `program` on the build `ref` names (built now when missing):
     one of ours by name, or a user's own (`UserProgram`, a recipe's `[sources]`)."""
     parent = engine.image(client, gromacs_ref(ref))
     if parent is None:
@@ -144,7 +149,7 @@ def ensure(
             "--package clang-16`); `nox -s images` lists what exists."
         )
     build = build_name(parent, gromacs_ref(ref))
-    compiler = kernel_compiler(settings, parent.labels)
+    compiler = microbench_compiler(settings, parent.labels)
     if isinstance(program, UserProgram):
         return ensure_user(client, settings, parent, build, compiler, program, emit)
     values = context(program, settings, parent.id, build, parent.labels)
@@ -173,16 +178,16 @@ def ensure(
         log = build_log_path(settings.results_dir, tag)
         return engine.build(client, dockerfile, what=tag, files=context_files, log=log, emit=emit)
 
-    def made(image_id: str, _: Stamp) -> KernelImage:
+    def made(image_id: str, _: Stamp) -> MicrobenchImage:
         image = engine.image(client, image_id)
         assert image is not None, image_id
-        return KernelImage(tag, image_id, build, dict(image.labels), compiler)
+        return MicrobenchImage(tag, image_id, build, dict(image.labels), compiler)
 
-    block = Block[KernelImage](
-        find=lambda: find_by_inputs(client, key, "kernels"),
-        reuse=lambda found: KernelImage(tag, found.id, build, dict(found.labels), compiler),
+    block = Block[MicrobenchImage](
+        find=lambda: find_by_inputs(client, key, IMAGE_KIND),
+        reuse=lambda found: MicrobenchImage(tag, found.id, build, dict(found.labels), compiler),
         build=build_image,
-        verify=lambda image_id: Stamp(kernel_record(tag, image_id, parent, build, key), [tag]),
+        verify=lambda image_id: Stamp(microbench_record(tag, image_id, parent, build, key), [tag]),
         done=made,
         tag=tag,
         key=key,
@@ -195,7 +200,7 @@ BANDWIDTH_BINARIES = ("bandwidth", "bandwidth-nt")
 _IDENTITIES: dict[str, str | None] = {}
 
 
-def code_identity(client: Client, image: KernelImage, program: str | UserProgram) -> str | None:
+def code_identity(client: Client, image: MicrobenchImage, program: str | UserProgram) -> str | None:
     """A sha256 of the code the build's compiler made for `program`: every function of its
     binaries, normalised by the codegen probe (only what the compiler chose: addresses,
     the `.comment` naming the compiler's revision, and so on are left out), so two
@@ -213,7 +218,7 @@ def code_identity(client: Client, image: KernelImage, program: str | UserProgram
     if image.id not in _IDENTITIES:
         lines = []
         for binary in BANDWIDTH_BINARIES:
-            argv = probe_argv("cpu", f"/opt/gmxbench/kernels/bin/{binary}", objdump="objdump",
+            argv = probe_argv("cpu", f"{MICROBENCH_DIR}/bin/{binary}", objdump="objdump",
                               nm="nm", pattern=".")  # fmt: skip
             code, out = probe(client, image.id, argv, stderr=False)
             if code != 0:
@@ -285,7 +290,7 @@ def fetch_wheels(folder: Path, python: str, emit: Emit = ignore) -> list[Path]:
         raise UserError(
             f"Could not download Kernel Tuner's wheels for Python {python} from PyPI into "
             f"{folder}: {' '.join(detail)[:400]}. The host needs PyPI (containers never do); "
-            "or copy the wheels listed in orchestrator/payloads/kernels/tune-requirements.txt "
+            "or copy the wheels listed in orchestrator/payloads/microbench/tune-requirements.txt "
             "there."
         )
     have = sorted(w for w in folder.glob("*.whl") if _sha256(w) in allowed)
