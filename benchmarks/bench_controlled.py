@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchmarks.simulation import seed_of
-from orchestrator.verdict.controlled import judge
+from orchestrator.verdict.controlled import against_control
 from orchestrator.verdict.model import Direction
 from orchestrator.verdict.paired import baseline_first
 
@@ -115,8 +115,8 @@ class ControlCell:
         weights = dict(zip(NAMES, TIMES, strict=True))
         for _ in range(self.trials):
             base, cand = simulate(rng, self.pairs, self.cv, self.effect, self.scenario)
-            got = judge(base, cand, ["k0"], NAMES[1:], weights, paired=True,
-                        threshold_pct=THRESHOLD, alpha=ALPHA)["k0"]  # fmt: skip
+            got = against_control(base, cand, ["k0"], NAMES[1:], weights, paired=True,
+                                  threshold_pct=THRESHOLD, alpha=ALPHA)["k0"]  # fmt: skip
             assert got.controlled is not None
             hits["controlled"] += _fires(got.controlled.direction, self.effect)
             hits["raw"] += _fires(got.raw.direction, self.effect)

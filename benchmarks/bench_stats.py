@@ -31,6 +31,7 @@ from benchmarks.simulation import (
     Scenario,
     SequentialCell,
 )
+from orchestrator.report.repeats import plan_text
 from orchestrator.verdict.paired import RepeatPlan
 
 TRIALS = 2000  # single metric, and --repeats auto
@@ -232,7 +233,7 @@ def recheck_table(checked: dict[Job, tuple[float, Job, float]]) -> list[dict[str
     rows = []
     for job, (first, again, second) in checked.items():
         plan = getattr(job, "plan", None)
-        pairs = plan.describe().split(" (")[0] if plan else getattr(job, "pairs", "auto")
+        pairs = plan_text(plan).split(" (")[0] if plan else getattr(job, "pairs", "auto")
         rows.append({
             "cell": type(job).__name__, "scenario": job.scenario.name, "CV": _cv(job.cv),
             "pairs": pairs, f"first ({job.trials})": _pct(first),
@@ -282,7 +283,7 @@ def headline(res: dict[Job, dict[str, float]]) -> list[str]:
         f"flagged pairs measured again and left out: "
         f"{_pct(sum(p for p, _ in busy_aa) / len(busy_aa))} pooled, worst cell "
         f"{_margin(busy_worst, AA_TRIALS)} ({busy_where.scenario.name}, CV "
-        f"{_cv(busy_where.cv)}, {busy_where.plan.describe().split(' (')[0]}); ignoring the "
+        f"{_cv(busy_where.cv)}, {plan_text(busy_where.plan).split(' (')[0]}); ignoring the "
         f"flags the worst cell is {_pct(ignored)}",
         f"a true change of the median stated 'could have detected ±X%' gets a marker in "
         f"{_pct(min(detect))}–{_pct(max(detect))} of trials (paired, CV 0.5–10%, 3–10 pairs; "

@@ -101,7 +101,7 @@ def test_bisect_finds_the_planted_commit_and_skips_the_one_that_does_not_build(
     stored = next(b for b in history.load_bisects(db) if b.bisect_id == found.bisect_id)
     assert stored.first_bad == planted and stored.steps == found.steps
     series = history.load_series(db, SYSTEM, llvm_source=str(repo.path))  # abbreviated name
-    assert series.metric == "ro_peak" and series.ordered_by.startswith("commit date")
+    assert series.metric == "ro_peak" and words.ordered_by(series).startswith("commit date")
     keys = [p.key for p in series.points]
     assert planted[:8] in keys and good[:8] == keys[0], keys
     assert no_op[:8] not in keys, keys  # it ran nothing

@@ -19,8 +19,8 @@ from orchestrator.runs.hostinfo import HostInfo
 from orchestrator.store.records import ImageRef, RunResult
 from orchestrator.store.runstore import Run, RunStore
 from orchestrator.verdict.compare import Comparison, compare_runs
-from orchestrator.verdict.judge import compare_groups
-from orchestrator.verdict.judgement import Judgement, judge
+from orchestrator.verdict.groups import compare_groups
+from orchestrator.verdict.judgement import Judgement, judgement_of
 from orchestrator.verdict.model import Direction
 from orchestrator.workflows.bench import BenchOutcome
 
@@ -68,8 +68,8 @@ def test_different_pme_grids_not_comparable(tmp_path: Path) -> None:
     b = make_run(tmp_path, "dev__w__t", "water-2022.5-tunepme-derived.log", steps=1500)
     cmp = compare_runs(load_runs(tmp_path, str(a)), load_runs(tmp_path, str(b)))
     assert not cmp.comparable
-    assert "PME tuning ended on different grids" in (cmp.comparable_note or "")
-    assert "-notunepme" in (cmp.comparable_note or "")
+    assert "PME tuning ended on different grids" in (words.comparable_note(cmp) or "")
+    assert "-notunepme" in (words.comparable_note(cmp) or "")
     assert cmp.headline.n_candidate == 1
     assert "not comparable per kernel" in render(cmp)
 
@@ -93,7 +93,7 @@ def test_different_potential_energy_is_suspect(tmp_path: Path) -> None:
     b = make_run(tmp_path, "dev__w__t", "water-2022.5-alt-energy.log", ns_scale=10)
     cmp = compare_runs(load_runs(tmp_path, str(a)), load_runs(tmp_path, str(b)))
     assert cmp.suspect
-    assert "potential energy" in (cmp.suspect_note or "")
+    assert "potential energy" in (words.suspect_note(cmp) or "")
     assert words.headline_text(cmp).startswith("⚠ SUSPECT")
     assert words.marker(cmp.headline) != "🚀"
     assert "suspect" in webhook_text(cmp)
@@ -293,7 +293,7 @@ def test_runs_that_shared_the_machine_are_named_in_the_report(tmp_path: Path) ->
     result = RunStore.load(b)
     RunStore.save(b, result.model_copy(update={"noise": noise}))
     cmp = compare_runs(load_runs(tmp_path, str(a)), load_runs(tmp_path, str(b)))
-    assert cmp.noise == [f"dev__w__t: {'; '.join(noise.warnings)}"]
+    assert words.noise_lines(cmp) == [f"dev__w__t: {'; '.join(noise.warnings)}"]
     out = render(cmp, "markdown")
     assert "⚠ 1 of 2 runs shared the machine, no verdict: the host was too busy to judge" in out
     assert "other processes used 1.10 CPUs on average (peak 1.90; cc1plus 0.90)" in out
@@ -398,7 +398,7 @@ def test_energies_more_than_one_percent_apart_are_suspect(tmp_path: Path, apart:
         assert not cmp.suspect and words.marker(cmp.headline) == "🚀"
     else:
         assert cmp.suspect and words.marker(cmp.headline) == "⚠"
-        assert f"({abs(apart):.1%} apart, tolerance 1%)" in (cmp.suspect_note or "")
+        assert f"({abs(apart):.1%} apart, tolerance 1%)" in (words.suspect_note(cmp) or "")
         assert "🚀" not in render(cmp) + webhook_text(cmp)
 
 
@@ -473,7 +473,7 @@ def test_records_from_before_the_verdict_held_numbers_only_still_load() -> None:
     said = json.loads((OLD_RECORDS / "judgement-v1.json").read_text())
     judged = Judgement.model_validate(said)
     assert judged.verdict == "could not judge" and judged.headline is not None
-    assert judged.headline.direction is Direction.NONE and judged == judge(cmp)
-    assert judgement_json(judge(cmp), cmp) == said
+    assert judged.headline.direction is Direction.NONE and judged == judgement_of(cmp)
+    assert judgement_json(judgement_of(cmp), cmp) == said
     busy = Judgement.model_validate({**said, "too_busy": "the host was too busy to judge: …"})
     assert busy.too_busy is True

@@ -26,8 +26,13 @@ from orchestrator.parsers.rocprof import parse_kernel_csv
 from orchestrator.report import words
 from orchestrator.report.text import render
 from orchestrator.store.runstore import RunStore
-from orchestrator.verdict.controlled import KernelIndex, category_status, judge, kernel_status
-from orchestrator.verdict.judge import compare_groups
+from orchestrator.verdict.controlled import (
+    KernelIndex,
+    against_control,
+    category_status,
+    kernel_status,
+)
+from orchestrator.verdict.groups import compare_groups
 from orchestrator.verdict.verdicts import verdict
 from tests.test_codegen import GROMACS, _codegen, _cpu_records
 from tests.test_compare import make_run
@@ -74,19 +79,19 @@ def test_contention_on_one_side_cancels_against_the_unchanged_kernels() -> None:
     """Every candidate run shared the machine (8–12 % slower): raw, the changed kernel is a
     significant 10 % regression; against the unchanged kernels it did not move."""
     base, cand = _pairs([1.10, 1.08, 1.12, 1.09, 1.11, 1.10], changed=1.0)
-    got = judge(base, cand, ["changed"], ["a", "b", "c"], WEIGHTS, paired=True)["changed"]
+    got = against_control(base, cand, ["changed"], ["a", "b", "c"], WEIGHTS, paired=True)["changed"]
     assert words.marker(got.raw) == "🐢" and got.raw.delta_pct > 8
     assert got.controlled is not None and words.marker(got.controlled) == "•"
     assert abs(got.controlled.delta_pct) < 0.5
     assert got.control_ratio == pytest.approx(1.10, abs=0.005)
-    assert got.controls == ["a", "b", "c"] and "3 unchanged kernels (a, b, c)" in got.control
+    assert got.controls == ["a", "b", "c"] and "3 unchanged kernels (a, b, c)" in words.control(got)
 
 
 def test_a_real_speed_up_hidden_by_drift_is_found_against_the_control() -> None:
     """A true 5 % speed-up, pairs whose machine factor wanders ±15 %: raw sees noise, the
     controlled ratio is 0.95 with a tight interval."""
     base, cand = _pairs([1.15, 0.88, 1.10, 0.90, 1.14, 0.86], changed=0.95)
-    got = judge(base, cand, ["changed"], ["a", "b", "c"], WEIGHTS, paired=True)["changed"]
+    got = against_control(base, cand, ["changed"], ["a", "b", "c"], WEIGHTS, paired=True)["changed"]
     assert words.marker(got.raw) == "•" and not got.raw.significant
     ctl = got.controlled
     assert (
@@ -96,7 +101,9 @@ def test_a_real_speed_up_hidden_by_drift_is_found_against_the_control() -> None:
     )
     assert ctl.ci_low is not None and ctl.ci_high is not None and ctl.ci_high < 0.96
     assert got.verdict is ctl
-    unpaired = judge(base, cand, ["changed"], ["a", "b", "c"], WEIGHTS, paired=False)["changed"]
+    unpaired = against_control(base, cand, ["changed"], ["a", "b", "c"], WEIGHTS, paired=False)[
+        "changed"
+    ]
     assert unpaired.controlled is not None and words.marker(unpaired.controlled) == "🚀"
 
 
@@ -105,17 +112,19 @@ def test_time_weights_decide_the_control() -> None:
     base = {"changed": [1.0, 1.0], "a": [4.0, 4.0], "b": [2.0, 2.0]}
     cand = {"changed": [1.0, 1.0], "a": [4.4, 4.4], "b": [2.0, 2.0]}
     weights = {"changed": 1.0, "a": 3.0, "b": 1.0}
-    got = judge(base, cand, ["changed"], ["a", "b"], weights, paired=True)["changed"]
+    got = against_control(base, cand, ["changed"], ["a", "b"], weights, paired=True)["changed"]
     assert got.control_ratio == pytest.approx(math.exp(0.75 * math.log(1.1)))
 
 
 def test_no_unchanged_kernel_means_raw_only() -> None:
     base, cand = _pairs([1.10, 1.08, 1.12, 1.09, 1.11, 1.10], changed=1.0)
-    got = judge(base, cand, ["changed", "a"], [], WEIGHTS, paired=True)
+    got = against_control(base, cand, ["changed", "a"], [], WEIGHTS, paired=True)
     assert set(got) == {"changed", "a"}
     for entry in got.values():
         assert entry.controlled is None and entry.verdict is entry.raw
-        assert entry.control.startswith("no unchanged kernel") and entry.control_ratio is None
+        assert (
+            words.control(entry).startswith("no unchanged kernel") and entry.control_ratio is None
+        )
     assert words.marker(got["changed"].raw) == "🐢"  # the raw verdict is still there, as it was
 
 
@@ -125,9 +134,11 @@ def test_the_control_ratio_is_candidate_over_baseline_paired_or_not() -> None:
     machine = [1.10, 1.08, 1.12, 1.09, 1.11, 1.10]
     base, cand = _pairs(machine, changed=1.0)
     for paired in (True, False):
-        got = judge(base, cand, ["changed"], ["a", "b", "c"], WEIGHTS, paired=paired)["changed"]
+        got = against_control(base, cand, ["changed"], ["a", "b", "c"], WEIGHTS, paired=paired)[
+            "changed"
+        ]
         assert got.control_ratio == pytest.approx(1.10, abs=0.005), paired
-        assert got.control.endswith(f"×{got.control_ratio:.4f}")
+        assert words.control(got).endswith(f"×{got.control_ratio:.4f}")
     index = {
         side: sorted(math.prod(times[n][r] ** (WEIGHTS[n] / 7) for n in "abc") for r in range(6))
         for side, times in (("base", base), ("cand", cand))
@@ -166,21 +177,21 @@ def test_several_changed_kernels_are_corrected_for_their_number() -> None:
     assert still.p_value is not None and still.p_value > 0.05
     for machine in ([1.0] * 6, [1.10, 0.92, 1.05, 0.95, 1.08, 0.90]):
         base, cand = _two_changed(machine, STILL)
-        one = judge(base, cand, ["k1"], ["a", "b"], WEIGHTS_TWO, paired=True)["k1"]
+        one = against_control(base, cand, ["k1"], ["a", "b"], WEIGHTS_TWO, paired=True)["k1"]
         assert one.controlled is not None and words.marker(one.controlled) == "🚀"
         assert one.controlled.p_value == pytest.approx(alone.p_value, rel=1e-6)
-        got = judge(base, cand, ["k1", "k2"], ["a", "b"], WEIGHTS_TWO, paired=True)["k1"]
+        got = against_control(base, cand, ["k1", "k2"], ["a", "b"], WEIGHTS_TWO, paired=True)["k1"]
         assert got.controlled is not None and words.marker(got.controlled) == "•"
         assert not got.controlled.significant
         assert "after correcting for 2 changed kernels (Benjamini–Hochberg)" in words.note(
             got.controlled
         )
-        both = judge(*_two_changed(machine, FASTER[::-1]), ["k1", "k2"], ["a", "b"],
-                     WEIGHTS_TWO, paired=True)  # fmt: skip
+        both = against_control(*_two_changed(machine, FASTER[::-1]), ["k1", "k2"],
+                               ["a", "b"], WEIGHTS_TWO, paired=True)  # fmt: skip
         assert all(b.controlled and words.marker(b.controlled) == "🚀" for b in both.values())
     # with no machine factor the raw ratios are the controlled ones: the raw verdicts too
-    steady = judge(*_two_changed([1.0] * 6, STILL), ["k1", "k2"], ["a", "b"], WEIGHTS_TWO,
-                   paired=True)["k1"]  # fmt: skip
+    steady = against_control(*_two_changed([1.0] * 6, STILL), ["k1", "k2"], ["a", "b"],
+                             WEIGHTS_TWO, paired=True)["k1"]  # fmt: skip
     assert words.marker(steady.raw) == "•" and "(Benjamini–Hochberg)" in words.note(steady.raw)
 
 
@@ -357,7 +368,9 @@ def test_suspect_energies_keep_a_controlled_speed_up_from_showing(
     if apart < 0.01:
         assert not cmp.suspect and words.marker(got.controlled) == "🚀"
     else:
-        assert cmp.suspect and f"({apart:.1%} apart, tolerance 1%)" in (cmp.suspect_note or "")
+        assert cmp.suspect and f"({apart:.1%} apart, tolerance 1%)" in (
+            words.suspect_note(cmp) or ""
+        )
         assert words.marker(got.controlled) == "⚠" and words.marker(got.raw) != "🚀"
         assert "🚀" not in render(cmp)
 

@@ -18,6 +18,7 @@ from sqlalchemy import MetaData, Table, inspect, text
 from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.settings import load_settings
 from orchestrator.parsers.mdlog import cycle_breakdown, parse_mdlog
+from orchestrator.report import words
 from orchestrator.report.text import history_text
 from orchestrator.runs.liveness import Owner
 from orchestrator.store import database
@@ -212,7 +213,7 @@ def test_history_orders_by_commit_date_and_flags_the_planted_change(
     db.record(items)
     series = history.load_series(db, "water", llvm_source=str(tmp_path / "llvm"))
     assert [p.key for p in series.points] == [c[:8] for c in commits]
-    assert series.ordered_by.startswith("commit date in")
+    assert words.ordered_by(series).startswith("commit date in")
     assert [p.key for p in series.change_points] == [commits[4][:8]]
     assert series.change_points[0].change is not None
     assert series.change_points[0].change.delta_pct == pytest.approx(-15, abs=1)
@@ -221,7 +222,7 @@ def test_history_orders_by_commit_date_and_flags_the_planted_change(
     last = history.load_series(db, "water", last=3, llvm_source=str(tmp_path / "llvm"))
     assert [p.key for p in last.points] == [c[:8] for c in commits[3:]]
     by_time = history.load_series(db, "water")  # no checkout: the order runs were made in
-    assert by_time.ordered_by == "first run" and by_time.points[0].key == commits[-1][:8]
+    assert words.ordered_by(by_time) == "first run" and by_time.points[0].key == commits[-1][:8]
 
 
 def test_history_of_a_category_leaves_out_runs_that_spent_no_time_in_it(

@@ -30,7 +30,7 @@ from orchestrator.store.layout import CODEGEN_FILE
 from orchestrator.store.records import ImageRef, RunResult
 from orchestrator.store.runstore import RunStore
 from orchestrator.verdict.compare import Comparison, category_verdicts
-from orchestrator.verdict.controlled import judge
+from orchestrator.verdict.controlled import against_control
 from orchestrator.verdict.history import Bisect, BisectStep, Sample, Series, build_series
 from orchestrator.verdict.paired import compare_pairs
 from orchestrator.verdict.stats import compare_samples
@@ -326,7 +326,7 @@ def _bench_view(
         base[name], cand[name] = _times(centre, ratio, k)
     kernels = category_verdicts(base, cand, paired=True, threshold_pct=2.0, alpha=0.05)
     weights = {name: sorted(values)[3] * 1000 for name, values in base.items()}
-    ctl = judge(base, cand, list(changed), same, weights, paired=True) if control else {}
+    ctl = against_control(base, cand, list(changed), same, weights, paired=True) if control else {}
     ns = compare_pairs([100.0 * d for d in DRIFT_BASE], [99.0 * d for d in DRIFT_CAND],
                        higher_is_better=True)  # fmt: skip
     cmp = Comparison(

@@ -38,7 +38,7 @@ from orchestrator.runs.microbench_recipe import ResolvedMicrobench
 from orchestrator.runs.recipe import load_recipe, load_system
 from orchestrator.store.layout import USER_KERNEL_FILE
 from orchestrator.store.runstore import RunStore
-from orchestrator.verdict.judge import compare_groups
+from orchestrator.verdict.groups import compare_groups
 
 DATA = Path(__file__).parent / "data" / "microbench"
 GPU = DATA / "gpu"

@@ -77,7 +77,7 @@ def test_tune_finds_each_compilers_optimum_and_says_whether_it_moved(
     cmp = bench(engine, cpu_settings, req).comparison
     assert cmp.headline_name == "best_ms" and cmp.headline_unit == "ms"
     assert words.marker(cmp.metrics["impact"]) == "•" and cmp.metrics["impact"].p_value is None
-    optimum = next(line for line in cmp.findings if line.startswith("optimum "))
+    optimum = next(line for line in words.findings(cmp) if line.startswith("optimum "))
     assert "VEC=" in optimum and "UNROLL=" in optimum
     runs = cpu_settings.results_dir
     for name in cmp.baseline + cmp.candidate:  # Kernel Tuner's own cache file is kept

@@ -12,6 +12,7 @@ import pytest
 
 from orchestrator.core.errors import UsageError
 from orchestrator.report import words
+from orchestrator.report.repeats import look_text, plan_text
 from orchestrator.verdict import paired, student
 from orchestrator.verdict.paired import RepeatPlan, compare_pairs, repeat_plan
 from orchestrator.verdict.sequential import AUTO_EARLY, interim_alpha, settle
@@ -207,7 +208,7 @@ def test_auto_stops_at_four_pairs_once_no_marker_can_fire() -> None:
     base, cand = _pairs([1.001, 0.999, 1.002, 0.9985])
     look = repeat_plan("auto").look(base, cand, threshold_pct=2, alpha=0.05)
     assert look.more == 0 and look.stop is not None and not look.stop.marker
-    assert look.why and "lies within ±2%: no marker can fire" in look.why, look.why
+    assert look_text(look) and "lies within ±2%: no marker can fire" in str(look_text(look)), look
     assert words.marker(compare_pairs(base, cand, higher_is_better=True)) == "•"
     before = RepeatPlan(paired.AUTO_FIRST, paired.AUTO_MOST)  # the width rule alone
     assert before.more(base, cand, threshold_pct=2, alpha=0.05) == 2
@@ -218,14 +219,14 @@ def test_auto_stops_once_the_marker_is_settled_at_the_strict_level() -> None:
     base, cand = _pairs([1.10, 1.101, 1.099, 1.1005, 1.0995, 1.1])
     look = repeat_plan("auto").look(base[:4], cand[:4], threshold_pct=2, alpha=0.05)
     assert look.stop is not None and look.stop.marker and look.more == 0, look
-    assert "99.9% interval" in str(look.why) and "beyond +2%" in str(look.why)
+    assert "99.9% interval" in str(look_text(look)) and "beyond +2%" in str(look_text(look))
     assert words.marker(compare_pairs(base[:4], cand[:4], higher_is_better=True)) == "🚀"
     loose = [1.05, 1.04, 1.06, 1.045]  # 95% interval 1.035–1.062, 99.9% 0.995–1.105
     d = [math.log(r) for r in loose]
     assert settle(d, threshold_pct=2, alpha=0.05, interim=0.05) is not None  # the naive rule
     assert settle(d, threshold_pct=2, alpha=0.05) is None
     look = repeat_plan("auto").look(*_pairs(loose), threshold_pct=2, alpha=0.05)
-    assert look.more == 2 and "interval 1.035–1.062 does not settle" in str(look.why), look
+    assert look.more == 2 and "interval 1.035–1.062 does not settle" in str(look_text(look)), look
     assert interim_alpha(0.05) == pytest.approx(0.001)
 
 
@@ -238,5 +239,5 @@ def test_auto_never_stops_where_the_width_rule_would_not_unless_settled() -> Non
     assert auto.more(base, cand, threshold_pct=2, alpha=0.05) == 2  # ±3%: wider
     assert RepeatPlan(4, 4, early=AUTO_EARLY).more(base[:4], cand[:4], threshold_pct=2,
                                                    alpha=0.05) == 0  # fmt: skip
-    assert auto.look_clean(base, cand, ran=20, threshold_pct=2, alpha=0.05).why is None
-    assert auto.describe().startswith("4 to 10 interleaved pairs (auto: until the verdict")
+    assert look_text(auto.look_clean(base, cand, ran=20, threshold_pct=2, alpha=0.05)) is None
+    assert plan_text(auto).startswith("4 to 10 interleaved pairs (auto: until the verdict")

@@ -10,7 +10,7 @@ from orchestrator.platforms.rocm import RocmPlatform
 from orchestrator.report.text import render, top_functions_text
 from orchestrator.store.layout import COUNTERS_FILE, SYSTRACE_FILE
 from orchestrator.store.runstore import RunStore
-from orchestrator.verdict.judge import compare_groups
+from orchestrator.verdict.groups import compare_groups
 from tests.test_compare import make_run
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -29,9 +29,10 @@ from orchestrator.parsers.rocprof_compute import (
     unsupported_arch,
 )
 from orchestrator.platforms.base import ProfileOutcome
+from orchestrator.report.counters import notes, render_comparison
 from orchestrator.store.layout import COUNTERS_FILE
 from orchestrator.store.runstore import RunStore
-from orchestrator.verdict.counter_compare import compare_counters, render_comparison
+from orchestrator.verdict.counter_compare import compare_counters
 
 DATA = Path(__file__).parent / "data" / "rocprof_compute"
 MI100 = DATA / "vcopy" / "MI100"
@@ -438,7 +439,7 @@ def test_compare_mi200_with_mi300x_same_case() -> None:
     assert row.baseline.total_ns == 52320 and row.candidate.total_ns is None
     assert row.duration_delta_pct is None  # no candidate duration: no change claimed
     assert (row.baseline.arch_vgpr, row.candidate.arch_vgpr) == (8, 4)
-    assert any("different GPUs (gfx90a, gfx942)" in n for n in cmp.notes)
+    assert any("different GPUs (gfx90a, gfx942)" in n for n in notes(cmp))
     text = render_comparison(cmp)
     assert "| vecCopy(double*, double*, double*, int, int) |" in text
     assert "8 → 4" in text and "35.1 → 33.4" in text and "52.32" in text
@@ -454,7 +455,7 @@ def test_compare_medians_over_runs_and_delta() -> None:
     assert row.baseline.total_ns == pytest.approx((52320 + 20160) / 2)  # median of two
     expected = 100 * (55545.8 - 36240) / 36240
     assert row.duration_delta_pct == pytest.approx(expected, abs=0.01)
-    assert any("dispatches" in n for n in cmp.notes)  # 2 (median of 3 and 1) vs 3
+    assert any("dispatches" in n for n in notes(cmp))  # 2 (median of 3 and 1) vs 3
     plain = render_comparison(cmp, "plain")
     assert "+53.3%" in plain and "|" not in plain.split("\n")[2]
 

@@ -22,7 +22,7 @@ from orchestrator.runs.executors import Job, SlurmExecutor
 from orchestrator.runs.runner import RunRequest
 from orchestrator.store.records import RunResult
 from orchestrator.store.runstore import RunStore
-from orchestrator.verdict.judge import compare_groups
+from orchestrator.verdict.groups import compare_groups
 from orchestrator.workflows.bench import BenchRequest, bench
 from orchestrator.workflows.build import CompilerSpec
 from orchestrator.workflows.matrix import load_matrix, matrix

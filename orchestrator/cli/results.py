@@ -31,8 +31,8 @@ from orchestrator.store.database import Database, import_runs, shown
 from orchestrator.store.runstore import RunStore
 from orchestrator.verdict import history as hist
 from orchestrator.verdict.compare import Comparison
-from orchestrator.verdict.judge import compare_groups
-from orchestrator.verdict.judgement import judge
+from orchestrator.verdict.groups import compare_groups
+from orchestrator.verdict.judgement import judgement_of
 
 
 def register(sub: Commands) -> None:
@@ -94,7 +94,7 @@ def compare(args: argparse.Namespace, settings: Settings, console: Console) -> i
         baseline, candidate, threshold_pct=args.threshold_pct, alpha=args.alpha, store=runs,
         codegen=workflow.runs_codegen(baseline[0].path, candidate[0].path),
     )  # fmt: skip
-    judged = judge(cmp)
+    judged = judgement_of(cmp)
     if args.json:
         print_json(judgement_json(judged, cmp))
     else:

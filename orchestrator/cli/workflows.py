@@ -27,7 +27,7 @@ from orchestrator.report import words
 from orchestrator.report.as_json import judgement_json
 from orchestrator.report.text import bisect_text, render, webhook_text
 from orchestrator.store.records import MICROBENCH_KIND
-from orchestrator.verdict.judgement import judge
+from orchestrator.verdict.judgement import judgement_of
 from orchestrator.workflows import share as sharing
 from orchestrator.workflows.bench import bench
 from orchestrator.workflows.bench_plan import BenchRequest, plan, plan_text, settle
@@ -98,7 +98,7 @@ def run_bench(args: argparse.Namespace, settings: Settings, console: Console) ->
         return 0
     outcome = bench(engine.connect(), settings, settled, console)
     cmp = outcome.comparison
-    judged = judge(cmp).model_copy(update={
+    judged = judgement_of(cmp).model_copy(update={
         "system": outcome.system, "base": outcome.base, "elapsed_seconds": outcome.elapsed,
         "container_seconds": outcome.container_seconds,
         "changed_kernels": len(outcome.codegen.changed) if outcome.codegen else None,

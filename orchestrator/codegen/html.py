@@ -276,8 +276,8 @@ def _against_control(entry: Controlled | None) -> list[str]:
     if entry is None:
         return [_td("not timed"), _td("")]
     if entry.controlled is None:
-        return [_td("raw only", title=entry.control), _td("")]
-    return _timing(entry.controlled, "", entry.control)
+        return [_td("raw only", title=words.control(entry)), _td("")]
+    return _timing(entry.controlled, "", words.control(entry))
 
 
 def _gpu(cmp: Comparison) -> bool:

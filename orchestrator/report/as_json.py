@@ -55,7 +55,7 @@ def _reason(cmp: Comparison) -> str:
     if cmp.too_busy:
         return words.too_busy(cmp.too_busy)
     if cmp.suspect:
-        return cmp.suspect_note or "suspect: the energies disagree"
+        return words.suspect_note(cmp) or "suspect: the energies disagree"
     return words.note(cmp.headline)
 
 
@@ -65,8 +65,11 @@ def verdict_json(v: Verdict) -> dict[str, Any]:
 
 
 def series_json(series: Series) -> dict[str, Any]:
-    """`history --json`: the series, each change point's verdict with its words."""
-    data = series.model_dump(mode="json")
+    """`history --json`: the series, what orders its points, each change point's verdict
+    with its words."""
+    data = series.model_dump(mode="json", exclude={"dated_by"})
+    data = {**{k: v for k, v in data.items() if k != "points"},
+            "ordered_by": words.ordered_by(series), "points": data["points"]}  # fmt: skip
     for point, dumped in zip(series.points, data["points"], strict=True):
         if point.change is not None:
             dumped["change"] = verdict_json(point.change)

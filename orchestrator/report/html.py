@@ -151,7 +151,7 @@ def _chart(series: Series, n: int) -> str:
     better = "higher" if series.higher_is_better else "lower"
     heading = (
         f"<b>{escape(series.system)} — {escape(series.metric)}</b> ({better} is better)"
-        f"<br><sup>ordered by {escape(series.ordered_by)}; {len(series.points)} builds, "
+        f"<br><sup>ordered by {escape(words.ordered_by(series))}; {len(series.points)} builds, "
         f"{len(flagged)} change points</sup>"
     )
     fig.update_layout(
@@ -277,11 +277,12 @@ def _verdict(cmp: Comparison) -> str:
     if cmp.kernels:
         parts.append(f"<h3>top {len(cmp.kernels)} kernels, median call duration in each run</h3>")
         parts.append(_verdict_table(kernel_verdicts(cmp), "verdict-kernels"))
-    notes = [*codegen_lines(cmp), *cmp.findings, *([cmp.ceiling] if cmp.ceiling else [])]
+    ceiling = words.ceiling_line(cmp)
+    notes = [*codegen_lines(cmp), *words.findings(cmp), *([ceiling] if ceiling else [])]
     noise = words.noise_headline(cmp)
     if noise:
         notes.append("⚠ " + noise)
-    notes += ["⚠ " + n for n in (cmp.comparable_note, cmp.suspect_note) if n]
+    notes += ["⚠ " + n for n in (words.comparable_note(cmp), words.suspect_note(cmp)) if n]
     notes += [f"{side}: {_groups(runs)}" for side, runs in (("baseline", cmp.baseline),
                                                             ("this", cmp.candidate))]  # fmt: skip
     parts += [f'<p class="note">{escape(line)}</p>' for line in notes]

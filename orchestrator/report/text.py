@@ -11,9 +11,9 @@ from orchestrator.codegen.targets import targets_line, verdict_note
 from orchestrator.parsers.microbench import parse_bytes
 from orchestrator.parsers.rocprof_sys import SystemTrace
 from orchestrator.report import words
+from orchestrator.report.counters import render_comparison
 from orchestrator.store.records import RunResult
 from orchestrator.verdict.compare import Comparison
-from orchestrator.verdict.counter_compare import render_comparison
 from orchestrator.verdict.history import Bisect, Series
 from orchestrator.verdict.model import Direction, Verdict
 
@@ -181,7 +181,7 @@ def controlled_lines(cmp: Comparison, style: str) -> list[str]:
     what = "kernels" if cmp.codegen is None or cmp.codegen.gpu else "categories"
     return [
         f"changed {what}, raw and against the unchanged {what} of the same runs "
-        f"(control: {first.control}):",
+        f"(control: {words.control(first)}):",
         tabulate(controlled_rows(cmp), headers=CONTROLLED_HEADERS, tablefmt=style),
         "",
     ]
@@ -205,7 +205,7 @@ def render(cmp: Comparison, fmt: Format = "simple") -> str:
     noise = words.noise_headline(cmp)
     if noise:
         lines.append("⚠ " + noise + ":")
-        lines += [f"  {line}" for line in cmp.noise[:NOISE_LINES]]
+        lines += [f"  {line}" for line in words.noise_lines(cmp)[:NOISE_LINES]]
         if len(cmp.noise) > NOISE_LINES:
             lines.append(f"  … and {len(cmp.noise) - NOISE_LINES} more")
     lines += ["", tabulate(rows, headers=HEADERS, tablefmt=style), ""]
@@ -216,12 +216,10 @@ def render(cmp: Comparison, fmt: Format = "simple") -> str:
     lines += codegen_lines(cmp)
     if cmp.counters is not None:
         lines += [render_comparison(cmp.counters, "github" if fmt == "markdown" else "simple")]
-    lines += cmp.findings
-    lines += [cmp.ceiling] if cmp.ceiling else []
-    if not cmp.comparable and cmp.comparable_note:
-        lines.append("⚠ " + cmp.comparable_note)
-    if cmp.suspect and cmp.suspect_note:
-        lines.append("⚠ " + cmp.suspect_note)
+    lines += words.findings(cmp)
+    ceiling = words.ceiling_line(cmp)
+    lines += [ceiling] if ceiling else []
+    lines += ["⚠ " + n for n in (words.comparable_note(cmp), words.suspect_note(cmp)) if n]
     untestable = {words.note(v) for v in [*cmp.categories.values(), *cmp.metrics.values()]
                   if not v.testable}  # fmt: skip
     lines += [f"note: {note}" for note in sorted(untestable)]
@@ -247,11 +245,9 @@ def webhook_text(cmp: Comparison) -> str:
         lines.append("kernels: " + "; ".join(moved[:3]) + more)
     lines += [f"{words.marker(v)} {name}: {v.candidate_median:.4g} ({v.delta_pct:+.2f}%)"
               for name, v in cmp.metrics.items() if v.direction is not Direction.NONE]  # fmt: skip
-    lines += cmp.findings[-1:]
+    lines += words.findings(cmp)[-1:]
     lines.append(words.stats_line(cmp))
-    for note in (cmp.comparable_note, cmp.suspect_note):
-        if note:
-            lines.append("⚠ " + note)
+    lines += ["⚠ " + n for n in (words.comparable_note(cmp), words.suspect_note(cmp)) if n]
     if cmp.too_busy:
         lines.append(f"⚠ no verdict: {words.too_busy(cmp.too_busy)}")
     elif cmp.left_out:
@@ -266,7 +262,7 @@ def history_text(series: Series, fmt: Format = "simple") -> str:
     better = "higher" if series.higher_is_better else "lower"
     title = (
         f"{series.system}: {series.metric} ({series.unit}, {better} is better), "
-        f"{len(series.points)} builds, ordered by {series.ordered_by}"
+        f"{len(series.points)} builds, ordered by {words.ordered_by(series)}"
     )
     rows = []
     for point in series.points:

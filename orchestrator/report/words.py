@@ -1,4 +1,5 @@
-"""A verdict in words: its marker (🚀 🐢 • ⚠) and note, and a comparison's sentences.
+"""A verdict in words: its marker (🚀 🐢 • ⚠) and note, and a comparison's sentences
+(headline, statistics, runs that shared the machine, and each caveat).
 
 The verdict holds numbers and flags (`verdict.model`); everything a person reads about it
 is made here from them, so the text report, the HTML page, the webhook and `--json` say
@@ -7,7 +8,10 @@ the same thing, and no code reads meaning back out of an emoji.
 
 from __future__ import annotations
 
+from orchestrator.codegen.diff import short_name
 from orchestrator.verdict.compare import Comparison
+from orchestrator.verdict.controlled import Controlled
+from orchestrator.verdict.history import Series
 from orchestrator.verdict.model import Direction, TooBusy, Verdict
 from orchestrator.verdict.paired import MIN_PAIRS
 from orchestrator.verdict.stats import min_attainable_p
@@ -179,3 +183,80 @@ def noise_headline(cmp: Comparison) -> str | None:
         "competes for cores, caches and memory bandwidth measures its neighbours as much "
         "as the build"
     )
+
+
+def noise_lines(cmp: Comparison) -> list[str]:
+    """One line per run that shared the machine: which run, and what it shared it with."""
+    return [f"{shared.run}: {'; '.join(shared.warnings)}" for shared in cmp.noise]
+
+
+def comparable_note(cmp: Comparison) -> str | None:
+    """Why kernels and categories are not comparable (PME tuning), or None."""
+    if cmp.comparable or not cmp.pme:
+        return None
+    grids = "; ".join(sorted(str((tuple(p.grid), p.cutoff)) for p in cmp.pme))
+    return (
+        "not comparable per kernel: PME tuning ended on different grids/cut-offs "
+        f"({grids}); ns/day is still compared. "
+        "Pin the grid with `-- -notunepme` for per-kernel comparisons."
+    )
+
+
+def suspect_note(cmp: Comparison) -> str | None:
+    """Why the comparison is suspect (the energies disagree), or None."""
+    e = cmp.energy
+    if not cmp.suspect or e is None:
+        return None
+    return (
+        f"suspect: average potential energy {e.candidate:.1f} vs baseline {e.baseline:.1f} "
+        f"kJ/mol ({e.apart:.1%} apart, tolerance {e.tolerance:.0%}): the build may compute "
+        "something else; its speed is not reported as a speed-up"
+    )
+
+
+def findings(cmp: Comparison) -> list[str]:
+    """A kernel run's facts side by side, then where `tune`'s optimum went."""
+    out = [
+        f"{f.key}: {f.candidate}" if f.baseline == f.candidate
+        else f"{f.key}: {f.baseline} → {f.candidate}"
+        for f in cmp.facts
+    ]  # fmt: skip
+    if cmp.optimum is not None:
+        o = cmp.optimum
+        out.append(
+            f"{o.shift.sentence()} (the median run of each side: {o.baseline_run}, "
+            f"{o.candidate_run})"
+        )
+    return out
+
+
+def ceiling_line(cmp: Comparison) -> str | None:
+    """The memory ceiling of the runs' host, past the caches, or None when unmeasured."""
+    c = cmp.ceiling
+    if c is None:
+        return None
+    return (
+        f"memory ceiling of this host, past the caches: {c.read_gbs:.4g} GB/s read, "
+        f"{c.copy_gbs:.4g} GB/s copy ({c.run_id}, {c.timestamp})"
+    )
+
+
+def _plural(unit: str, n: int) -> str:
+    return unit if n == 1 else "categories" if unit == "category" else f"{unit}s"
+
+
+def control(entry: Controlled) -> str:
+    """What a changed kernel's (CPU: category's) control was, or why there is none."""
+    if not entry.controls or entry.control_ratio is None:
+        return f"no unchanged {entry.unit} measured in every run: raw only"
+    shown = ", ".join(short_name(n, 40) for n in entry.controls[:3])
+    shown += f" and {len(entry.controls) - 3} more" if len(entry.controls) > 3 else ""
+    return (
+        f"time-weighted geometric mean of {len(entry.controls)} unchanged "
+        f"{_plural(entry.unit, len(entry.controls))} ({shown}): ×{entry.control_ratio:.4f}"
+    )
+
+
+def ordered_by(series: Series) -> str:
+    """What orders a history's points: the commit dates of an LLVM source, or first runs."""
+    return f"commit date in {series.dated_by}" if series.dated_by is not None else "first run"

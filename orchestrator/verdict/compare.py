@@ -13,12 +13,14 @@ left out of the verdict; with too few clean ones there is none (`verdict.busy`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
-from pydantic import AliasChoices, BaseModel, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 from orchestrator.codegen.diff import CodegenDiff
 from orchestrator.core.errors import UsageError
 from orchestrator.parsers.categories import CATEGORIES
+from orchestrator.parsers.microbench import OptimumShift
 from orchestrator.store.records import RunResult
 from orchestrator.store.runstore import Run
 from orchestrator.verdict.busy import no_verdict, screen
@@ -26,6 +28,7 @@ from orchestrator.verdict.controlled import Controlled, controlled_for
 from orchestrator.verdict.counter_compare import CounterComparison
 from orchestrator.verdict.defaults import ALPHA, THRESHOLD_PCT
 from orchestrator.verdict.model import Direction, TooBusy, Verdict
+from orchestrator.verdict.old_records import comparison_v1
 from orchestrator.verdict.verdicts import adjust_for_many_categories, verdict
 
 #: Relative difference of average potential energy beyond which a run is suspect.
@@ -36,9 +39,71 @@ IGNORED_OPTIONS = {"-v", "-pin", "-ntomp", "-nb", "-pme", "-pmefft", "-bonded", 
 TOP_KERNELS = 8
 
 
+class SharedRun(BaseModel):
+    """A run that shared the machine, and the warnings its record holds about what with."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run: str
+    warnings: list[str]
+
+
+class PmeSetting(BaseModel):
+    """Where a run's PME tuning ended: its grid and Coulomb cut-off (nm)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    grid: list[int]
+    cutoff: float | None = None
+
+
+class EnergyMismatch(BaseModel):
+    """Why a comparison is suspect: the median average potential energy (kJ/mol) of each
+    side, how far apart (relative) and the tolerance they broke."""
+
+    model_config = ConfigDict(frozen=True)
+
+    baseline: float
+    candidate: float
+    apart: float
+    tolerance: float
+
+
+class FactChange(BaseModel):
+    """A fact a kernel run found (not a number), on each side: the same or changed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    baseline: str | None
+    candidate: str | None
+
+
+class TuneOptimum(BaseModel):
+    """Where `tune`'s optimum went between the builds, from the median run of each side."""
+
+    model_config = ConfigDict(frozen=True)
+
+    shift: OptimumShift
+    baseline_run: str
+    candidate_run: str
+
+
+class Ceiling(BaseModel):
+    """The memory ceiling (GB/s past the caches) of the newest `bandwidth` sweep of a host."""
+
+    model_config = ConfigDict(frozen=True)
+
+    read_gbs: float
+    copy_gbs: float
+    run_id: str
+    timestamp: str
+
+
 class Comparison(BaseModel):
     """Two groups of runs judged: the headline, each category, kernel and metric, and what
-    kept them from a verdict; `report.words` says it in words."""
+    kept them from a verdict, as numbers, names and flags; `report.words` says it in words,
+    so a caveat is worded once for the console, the HTML page, the webhook and `--json`."""
 
     baseline: list[str]
     candidate: list[str]
@@ -57,17 +122,20 @@ class Comparison(BaseModel):
     paired: bool = False
     #: Runs left out because their pair partner is missing (failed or removed).
     unpaired: list[str] = Field(default_factory=list)
-    #: One line per run that shared the machine: which run, and what it shared it with.
-    noise: list[str] = Field(default_factory=list)
+    #: Each run that shared the machine: which run, and what it shared it with.
+    noise: list[SharedRun] = Field(default_factory=list)
     #: Pairs (unpaired: runs) left out of the verdict because a run shared the machine.
     left_out: list[str] = Field(default_factory=list)
     #: Why there is no verdict at all: too few clean pairs (`verdict.busy`); None: judged.
     too_busy: TooBusy | None = None
     runs: int = 0
+    #: False: PME tuning ended on different grids or cut-offs (`pme`), so kernels and
+    #: categories are not comparable (ns/day still is).
     comparable: bool = True
-    comparable_note: str | None = None
+    pme: list[PmeSetting] = Field(default_factory=list)
+    #: The energies disagree (`energy`): no speed-up of these runs is to be believed.
     suspect: bool = False
-    suspect_note: str | None = None
+    energy: EnergyMismatch | None = None
     #: Which kernels the two builds compiled differently (both fingerprints known).
     codegen: CodegenDiff | None = None
     #: GPU builds run on the host CPU (`--cpu-only`): the timings are of host code, so a
@@ -79,16 +147,23 @@ class Comparison(BaseModel):
     #: A kernel recipe's other metrics, each judged in its declared direction (or shown
     #: only, for those declared neither), corrected for their number like categories.
     metrics: dict[str, Verdict] = Field(default_factory=dict)
-    #: What a kernel run found that is not a number, side by side (e.g. where `tune`'s
-    #: optimum went between the two builds).
-    findings: list[str] = Field(default_factory=list)
+    #: What a kernel run found that is not a number, side by side, and where `tune`'s
+    #: optimum went between the two builds.
+    facts: list[FactChange] = Field(default_factory=list)
+    optimum: TuneOptimum | None = None
     #: The memory ceiling the `bandwidth` recipe measured on the host of these runs.
-    ceiling: str | None = None
+    ceiling: Ceiling | None = None
     #: rocprof-compute's counters of the top kernels side by side, when both sides have them.
     counters: CounterComparison | None = None
     #: Each changed kernel (CPU: category) judged raw and against the unchanged kernels
     #: measured in the same runs (`verdict.controlled`); keyed like `kernels` (`categories`).
     controlled: dict[str, Controlled] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_sentences(cls, data: Any) -> Any:
+        """A record from before the numbers replaced its sentences (`verdict.old_records`)."""
+        return comparison_v1(data) if isinstance(data, dict) else data
 
 
 def _options(result: RunResult) -> list[str]:
@@ -122,16 +197,16 @@ def check_pair(base: list[Run], cand: list[Run]) -> None:
         )
 
 
-def noise_lines(runs: list[Run]) -> list[str]:
-    """One line per run that shared the machine: which run, and what it shared it with."""
+def shared_runs(runs: list[Run]) -> list[SharedRun]:
+    """The runs that shared the machine, each with what its record says it shared it with."""
     return [
-        f"{r.path.name}: {'; '.join(r.result.noise.warnings)}"
+        SharedRun(run=r.path.name, warnings=r.result.noise.warnings)
         for r in runs
         if r.result.noise is not None and r.result.noise.warnings
     ]
 
 
-def _pme_key(run: Run) -> tuple[object, object]:
+def _pme_key(run: Run) -> tuple[tuple[int, ...], float | None]:
     return (tuple(run.result.pme_grid or ()), run.result.coulomb_cutoff)
 
 
@@ -204,7 +279,7 @@ def compare_runs(
         ),
         paired=paired,
         unpaired=alone if paired else [],
-        noise=noise_lines(everyone),
+        noise=shared_runs(everyone),
         left_out=clean.left_out,
         runs=len(everyone),
         cpu_only=any(r.result.cpu_only for r in base + cand),
@@ -212,11 +287,7 @@ def compare_runs(
     grids = {_pme_key(r) for r in base + cand}
     if len(grids) > 1:
         cmp.comparable = False
-        cmp.comparable_note = (
-            "not comparable per kernel: PME tuning ended on different grids/cut-offs "
-            f"({'; '.join(sorted(str(g) for g in grids))}); ns/day is still compared. "
-            "Pin the grid with `-- -notunepme` for per-kernel comparisons."
-        )
+        cmp.pme = [PmeSetting(grid=list(g), cutoff=c) for g, c in sorted(grids, key=str)]
     _check_energy(cmp, base, cand)
     cmp.codegen = codegen
     cmp.controlled = controlled_for(
@@ -312,10 +383,8 @@ def _check_energy(cmp: Comparison, base: list[Run], cand: list[Run]) -> None:
     rel = abs(got - ref) / abs(ref) if ref else 0.0
     if rel > ENERGY_TOLERANCE:
         cmp.suspect = True
-        cmp.suspect_note = (
-            f"suspect: average potential energy {got:.1f} vs baseline {ref:.1f} kJ/mol "
-            f"({rel:.1%} apart, tolerance {ENERGY_TOLERANCE:.0%}): the build may compute "
-            "something else; its speed is not reported as a speed-up"
+        cmp.energy = EnergyMismatch(
+            baseline=ref, candidate=got, apart=rel, tolerance=ENERGY_TOLERANCE
         )
         cmp.headline = _never_faster(cmp.headline)
         cmp.categories = {k: _never_faster(v) for k, v in cmp.categories.items()}

@@ -32,18 +32,21 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from orchestrator.codegen.diff import CodegenDiff, short_name
+from orchestrator.codegen.diff import CodegenDiff
 from orchestrator.parsers.categories import CATEGORIES, base_name, strip_kernel_suffix
 from orchestrator.store.runstore import Run
 from orchestrator.verdict.defaults import ALPHA, THRESHOLD_PCT
 from orchestrator.verdict.model import Among, Direction, Verdict
+from orchestrator.verdict.old_records import controlled_v1
 from orchestrator.verdict.verdicts import adjust_for_many_categories, verdict
 
 Status = Literal["changed", "unchanged", "unknown"]
+#: What is judged against the control: GPU kernels (a trace) or CPU categories (md.log).
+Unit = Literal["kernel", "category"]
 #: CPU categories never used as a control (see the module's docstring).
 NOT_A_CPU_CONTROL = frozenset({"other"})
 
@@ -52,7 +55,8 @@ _SPACE = re.compile(r"\s+")
 
 
 class Controlled(BaseModel):
-    """A changed kernel (CPU: category): its raw verdict and the one against the control."""
+    """A changed kernel (CPU: category): its raw verdict and the one against the control;
+    `report.words.control` says what the control was, or why there is none."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -60,12 +64,19 @@ class Controlled(BaseModel):
     raw: Verdict
     #: Judged on the time relative to the control; None: no control (raw only).
     controlled: Verdict | None = None
-    #: What the control is, or why there is none.
-    control: str
+    #: What `name` is: a GPU kernel or a CPU category.
+    unit: Unit = "kernel"
+    #: The unchanged names of the control, heaviest first; none: no control (raw only).
     controls: list[str] = Field(default_factory=list)
     #: The control's own ratio candidate / baseline (geometric mean over pairs, or ratio of
     #: medians unpaired): what the machine did between the two sides.
     control_ratio: float | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_sentence(cls, data: Any) -> Any:
+        """A record that said its control in words (`verdict.old_records`)."""
+        return controlled_v1(data) if isinstance(data, dict) else data
 
     @property
     def verdict(self) -> Verdict:
@@ -163,7 +174,7 @@ def _positive(values: Sequence[float]) -> bool:
     return all(v > 0 and math.isfinite(v) for v in values)
 
 
-def judge(
+def against_control(
     base: Mapping[str, Sequence[float]],
     cand: Mapping[str, Sequence[float]],
     changed: Collection[str],
@@ -173,7 +184,7 @@ def judge(
     paired: bool,
     threshold_pct: float = THRESHOLD_PCT,
     alpha: float = ALPHA,
-    unit: Literal["kernel", "category"] = "kernel",
+    unit: Unit = "kernel",
 ) -> dict[str, Controlled]:
     """Raw and controlled verdicts of each changed name (time: lower is better).
 
@@ -195,8 +206,7 @@ def judge(
     what = _changed(unit, len(measured))
     raw = adjust_for_many_categories({n: test(base[n], cand[n]) for n in measured}, alpha, what)
     if not controls:
-        none = f"no unchanged {unit} measured in every run: raw only"
-        return {n: Controlled(name=n, raw=raw[n], control=none) for n in measured}
+        return {n: Controlled(name=n, raw=raw[n], unit=unit) for n in measured}
     ctrl_b = control_index({n: base[n] for n in controls}, weights)
     ctrl_c = control_index({n: cand[n] for n in controls}, weights)
     rel = {
@@ -206,28 +216,18 @@ def judge(
     }  # fmt: skip
     adjusted = adjust_for_many_categories(rel, alpha, what)
     ratio = _control_ratio(ctrl_b, ctrl_c, paired)
-    shown = ", ".join(short_name(n, 40) for n in controls[:3])
-    shown += f" and {len(controls) - 3} more" if len(controls) > 3 else ""
-    text = (
-        f"time-weighted geometric mean of {len(controls)} unchanged "
-        f"{_plural(unit, len(controls))} ({shown}): ×{ratio:.4f}"
-    )
     return {
-        n: Controlled(name=n, raw=raw[n], controlled=adjusted[n], control=text,
+        n: Controlled(name=n, raw=raw[n], controlled=adjusted[n], unit=unit,
                       controls=controls, control_ratio=ratio)
         for n in measured
     }  # fmt: skip
 
 
-def _changed(unit: Literal["kernel", "category"], n: int) -> Among:
+def _changed(unit: Unit, n: int) -> Among:
     """The changed names that the correction for their number counts."""
     if unit == "kernel":
         return "changed kernel" if n == 1 else "changed kernels"
     return "changed category" if n == 1 else "changed categories"
-
-
-def _plural(unit: str, n: int) -> str:
-    return unit if n == 1 else "categories" if unit == "category" else f"{unit}s"
 
 
 def _control_ratio(base: Sequence[float], cand: Sequence[float], paired: bool) -> float:
@@ -296,8 +296,9 @@ def controlled_for(
         totals = {n: _median(values) for n, values in b.items()}
     changed = sorted((n for n in b if status.get(n) == "changed"), key=lambda n: -totals[n])
     unchanged = [n for n in b if status.get(n) == "unchanged"]
-    found = judge(b, c, changed, unchanged, totals, paired=paired, threshold_pct=threshold_pct,
-                  alpha=alpha, unit="kernel" if codegen.gpu else "category")  # fmt: skip
+    found = against_control(b, c, changed, unchanged, totals, paired=paired,
+                            threshold_pct=threshold_pct, alpha=alpha,
+                            unit="kernel" if codegen.gpu else "category")  # fmt: skip
     if suspect:
         found = {n: _never_faster(v) for n, v in found.items()}
     return found

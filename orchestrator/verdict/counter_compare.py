@@ -8,17 +8,17 @@ baseline's and the candidate's values of one kernel next to each other.
 Repeated runs of one side are folded into one value per kernel metric: the median over
 the runs in which the kernel appears (counter collection replays the program, and one
 replay can be an outlier). The kernels shown are the union of each side's top N by total
-duration; a kernel found on one side only is listed as such, never dropped.
+duration; a kernel found on one side only is listed as such, never dropped. The table and
+its notes in words are `report.counters`'.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, Field
-from tabulate import tabulate
 
 from orchestrator.parsers.rocprof_compute import CounterSummary, KernelCounters
 
@@ -26,8 +26,8 @@ __all__ = [
     "CounterComparison",
     "CounterRow",
     "KernelMetrics",
+    "RunNote",
     "compare_counters",
-    "render_comparison",
 ]
 
 Presence = Literal["both", "baseline only", "candidate only"]
@@ -68,8 +68,18 @@ class CounterRow(BaseModel):
     )
 
 
+class RunNote(BaseModel):
+    """What the parser noted about one profiled run (`CounterSummary.notes`), and whose."""
+
+    side: Literal["baseline", "candidate"]
+    workload_dir: str
+    note: str
+
+
 class CounterComparison(BaseModel):
-    """Rows for "the top kernels side by side", and what the reader must know about them."""
+    """Rows for "the top kernels side by side", and what the reader must know about them:
+    the GPUs and HBM peaks the two sides were profiled with, and the parser's notes. A row
+    whose sides differ in dispatches is noted too (`report.counters.notes`)."""
 
     baseline_label: str
     candidate_label: str
@@ -77,7 +87,11 @@ class CounterComparison(BaseModel):
     candidate_runs: int
     top_n: int
     rows: list[CounterRow]
-    notes: list[str] = Field(default_factory=list)
+    #: The GPU architectures of all runs (None: unknown); more than one: different GPUs.
+    archs: list[str | None] = Field(default_factory=list)
+    #: Where each side's HBM peak came from, sorted; more than one: different peaks.
+    peak_sources: list[str] = Field(default_factory=list)
+    run_notes: list[RunNote] = Field(default_factory=list)
 
 
 def _as_list(value: CounterSummary | Sequence[CounterSummary]) -> list[CounterSummary]:
@@ -117,26 +131,16 @@ def _rank(side: dict[str, tuple[str, KernelMetrics]]) -> list[str]:
     return sorted(side, key=key)
 
 
-def _notes(base: list[CounterSummary], cand: list[CounterSummary]) -> list[str]:
-    notes: list[str] = []
-    archs = {s.gpu.arch for s in base} | {s.gpu.arch for s in cand}
-    if len(archs) > 1:
-        shown = ", ".join(sorted(a or "unknown" for a in archs))
-        notes.append(
-            f"the runs were profiled on different GPUs ({shown}): the differences are the "
-            "hardware's as much as the compiler's"
-        )
-    sources = {s.hbm_peak_source for s in [*base, *cand] if s.hbm_peak_source}
-    if len(sources) > 1:
-        notes.append(
-            "% of HBM peak uses different peaks on the two sides ("
-            + "; ".join(sorted(sources))
-            + ")"
-        )
-    for label, runs in (("baseline", base), ("candidate", cand)):
-        for run in runs:
-            notes.extend(f"{label} {run.workload_dir}: {note}" for note in run.notes)
-    return notes
+def _run_notes(base: list[CounterSummary], cand: list[CounterSummary]) -> list[RunNote]:
+    sides: tuple[tuple[Literal["baseline", "candidate"], list[CounterSummary]], ...] = (
+        ("baseline", base), ("candidate", cand),
+    )  # fmt: skip
+    return [
+        RunNote(side=side, workload_dir=run.workload_dir, note=note)
+        for side, runs in sides
+        for run in runs
+        for note in run.notes
+    ]
 
 
 def compare_counters(
@@ -172,15 +176,7 @@ def compare_counters(
                 duration_delta_pct=delta,
             )
         )
-    notes = _notes(base_runs, cand_runs)
-    for row in rows:
-        if row.baseline and row.candidate:
-            b_n, c_n = row.baseline.dispatches, row.candidate.dispatches
-            if b_n is not None and c_n is not None and b_n != c_n:
-                notes.append(
-                    f"{_short(row.name, 60)}: {_fmt(b_n)} vs {_fmt(c_n)} dispatches, so its "
-                    "total times differ by that too: compare the time per dispatch"
-                )
+    everyone = [*base_runs, *cand_runs]
     return CounterComparison(
         baseline_label=baseline_label,
         candidate_label=candidate_label,
@@ -188,90 +184,7 @@ def compare_counters(
         candidate_runs=len(cand_runs),
         top_n=top_n,
         rows=rows,
-        notes=notes,
+        archs=sorted({s.gpu.arch for s in everyone}, key=lambda a: a or ""),
+        peak_sources=sorted({s.hbm_peak_source for s in everyone if s.hbm_peak_source}),
+        run_notes=_run_notes(base_runs, cand_runs),
     )
-
-
-# --- text ------------------------------------------------------------------------------------
-
-_DASH = "–"
-
-
-def _fmt(value: float | None, digits: int = 1) -> str:
-    if value is None:
-        return _DASH
-    if float(value).is_integer() and digits <= 1:
-        return str(int(value))
-    return f"{value:.{digits}f}"
-
-
-def _pair(row: CounterRow, get: Callable[[KernelMetrics], float | None], digits: int = 1) -> str:
-    """``base → cand``, one value when they are equal, one side's value for one-sided rows."""
-    b = _fmt(get(row.baseline), digits) if row.baseline else None
-    c = _fmt(get(row.candidate), digits) if row.candidate else None
-    if b is None:
-        return c or _DASH
-    if c is None or b == c:
-        return b
-    return f"{b} → {c}"
-
-
-def _short(name: str, width: int) -> str:
-    return name if len(name) <= width else name[: width - 1] + "…"
-
-
-def render_comparison(
-    comparison: CounterComparison, table_format: str = "github", name_width: int = 60
-) -> str:
-    """The comparison as a text table (``tabulate`` format ``github`` or ``plain``), notes below."""
-    headers = [
-        "kernel",
-        "category",
-        f"time µs ({comparison.baseline_label})",
-        f"time µs ({comparison.candidate_label})",
-        "Δ time",
-        "VGPR",
-        "AGPR",
-        "SGPR",
-        "LDS B",
-        "occ. waves/SIMD",
-        "L2 hit %",
-        "fabric GB/s",
-        "% HBM peak",
-    ]
-    body = []
-    for row in comparison.rows:
-        b, c = row.baseline, row.candidate
-        delta: str
-        if row.presence != "both":
-            delta = row.presence
-        elif row.duration_delta_pct is None:
-            delta = _DASH
-        else:
-            delta = f"{row.duration_delta_pct:+.1f}%"
-        body.append(
-            [
-                _short(row.name, name_width),
-                row.category,
-                _fmt(b.total_ns / 1e3 if b and b.total_ns is not None else None, 2),
-                _fmt(c.total_ns / 1e3 if c and c.total_ns is not None else None, 2),
-                delta,
-                _pair(row, lambda m: m.arch_vgpr),
-                _pair(row, lambda m: m.accum_vgpr),
-                _pair(row, lambda m: m.sgpr),
-                _pair(row, lambda m: m.lds_per_workgroup),
-                _pair(row, lambda m: m.occupancy_waves_per_simd),
-                _pair(row, lambda m: m.l2_hit_pct),
-                _pair(row, lambda m: m.fabric_gbs, 0),
-                _pair(row, lambda m: m.pct_of_hbm_peak),
-            ]
-        )
-    runs = f"{comparison.baseline_runs} vs {comparison.candidate_runs} run(s), medians"
-    title = (
-        f"Top {comparison.top_n} kernels by total time: {comparison.baseline_label} vs "
-        f"{comparison.candidate_label} ({runs})"
-    )
-    text = title + "\n\n" + tabulate(body, headers=headers, tablefmt=table_format)
-    if comparison.notes:
-        text += "\n\n" + "\n".join(f"- {note}" for note in comparison.notes)
-    return text + "\n"

@@ -89,7 +89,9 @@ class Series(BaseModel):
     metric: str
     unit: str
     higher_is_better: bool
-    ordered_by: str = Field(description="'commit date in <source>' or 'first run'")
+    #: The LLVM source whose commit dates order the points; None: their first run does
+    #: (`report.words.ordered_by` says which).
+    dated_by: str | None = None
     points: list[Point]
 
     @property
@@ -245,7 +247,7 @@ def build_series(
         metric=metric,
         unit=unit,
         higher_is_better=higher_is_better,
-        ordered_by=f"commit date in {llvm_source}" if by_date else "first run",
+        dated_by=llvm_source if by_date else None,
         points=points,
     )
 

@@ -4,10 +4,10 @@ The report (`report.text`) is for people: emoji markers, aligned columns. A scri
 wants the same verdict as fields (pyperf's `CompareResult` style: numbers in, text on
 demand): which way it moved, the ratio and its interval, the p-value, and what it was
 held to (threshold, alpha), for the headline and each category, kernel and metric.
-`judge` makes one from a `Comparison` (or from none: nothing was measured), and
+`judgement_of` makes one from a `Comparison` (or from none: nothing was measured), and
 `exit_code` is the one rule `bench` and `compare` end by (`core.exits`). The words of
 `--json` (the headline's text, why it could not judge, each metric's marker and note) are
-added by `report.json`. A judgement written with those words still loads: they are ignored.
+added by `report.as_json`. A judgement written with those words still loads: they are ignored.
 """
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ def exit_code(cmp: Comparison | None) -> ExitCode:
 _WORDS: dict[Direction, Word] = {Direction.FASTER: "faster", Direction.SLOWER: "slower"}
 
 
-def judge(cmp: Comparison | None) -> Judgement:
+def judgement_of(cmp: Comparison | None) -> Judgement:
     """`cmp` as fields; None when no run was made (nothing measured)."""
     if cmp is None:
         return Judgement(verdict="nothing measured", exit_code=ExitCode.OK)

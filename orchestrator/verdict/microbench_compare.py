@@ -14,7 +14,14 @@ from orchestrator.parsers.microbench import optimum_shift, parse_bytes
 from orchestrator.store.layout import TUNE_CACHE_FILE
 from orchestrator.store.runstore import Run
 from orchestrator.verdict.busy import screen
-from orchestrator.verdict.compare import Comparison, bench_pairs, noise_lines, silence
+from orchestrator.verdict.compare import (
+    Comparison,
+    FactChange,
+    TuneOptimum,
+    bench_pairs,
+    shared_runs,
+    silence,
+)
 from orchestrator.verdict.model import Direction, Verdict
 from orchestrator.verdict.verdicts import adjust_for_many_categories, verdict
 
@@ -79,14 +86,14 @@ def compare_microbench_runs(
         categories={},
         paired=paired,
         unpaired=alone if paired else [],
-        noise=noise_lines(judged_runs),
+        noise=shared_runs(judged_runs),
         left_out=clean.left_out,
         runs=len(judged_runs),
         headline_name=headline,
         headline_unit=spec[headline].unit,
         metrics={name: metrics[name] for name in others},
     )
-    cmp.findings = _findings(base, cand, headline)
+    cmp.facts, cmp.optimum = _findings(base, cand, headline)
     if clean.too_busy:
         silence(cmp, clean.too_busy)
     return cmp
@@ -98,19 +105,20 @@ def _order(name: str) -> tuple[str, int]:
     return family, parse_bytes(size) or 0
 
 
-def _findings(base: list[Run], cand: list[Run], headline: str) -> list[str]:
-    """Facts that differ between the sides; for `tune`, where the optimum went."""
-    out = []
+def _findings(
+    base: list[Run], cand: list[Run], headline: str
+) -> tuple[list[FactChange], TuneOptimum | None]:
+    """The facts of each side's median run; for `tune`, where the optimum went."""
     b, c = _typical(base, headline), _typical(cand, headline)
-    for key in sorted(set(b.result.facts) | set(c.result.facts)):
-        was, now = b.result.facts.get(key), c.result.facts.get(key)
-        out.append(f"{key}: {now}" if was == now else f"{key}: {was} → {now}")
+    facts = [
+        FactChange(key=key, baseline=b.result.facts.get(key), candidate=c.result.facts.get(key))
+        for key in sorted(set(b.result.facts) | set(c.result.facts))
+    ]
+    optimum = None
     if (b.path / TUNE_CACHE_FILE).is_file() and (c.path / TUNE_CACHE_FILE).is_file():
         shift = optimum_shift(b.path / TUNE_CACHE_FILE, c.path / TUNE_CACHE_FILE)
-        out.append(
-            f"{shift.sentence()} (the median run of each side: {b.path.name}, {c.path.name})"
-        )
-    return out
+        optimum = TuneOptimum(shift=shift, baseline_run=b.path.name, candidate_run=c.path.name)
+    return facts, optimum
 
 
 def _typical(runs: list[Run], headline: str) -> Run:

@@ -54,6 +54,7 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from typing import Literal
 
 from orchestrator.core.errors import UsageError
@@ -229,14 +230,32 @@ def precise_enough(
     return ci_halfwidth_pct(baseline, candidate, alpha=alpha) <= threshold_pct
 
 
+class Reason(StrEnum):
+    """Why a look at the pairs decided as it did (`report.repeats` says it in words)."""
+
+    #: The verdict is settled (`Look.stop` says how).
+    SETTLED = "settled"
+    #: The interval is within ± the threshold, from the width rule's first look on.
+    PRECISE = "precise"
+    #: Within ± the threshold before the width rule's first look: not settled yet.
+    UNSETTLED = "unsettled"
+    #: The interval is wider than ± the threshold.
+    WIDE = "wide"
+
+
 @dataclass(frozen=True)
 class Look:
     """What a look at the pairs decided: pairs to run next (0: stop) and why (None: the
     first batch, or the plan's last pair); `stop` when the verdict settled early."""
 
     more: int
-    why: str | None = None
+    reason: Reason | None = None
     stop: Stop | None = None
+    #: The (1 - alpha) interval of the ratio: its half-width in percent, and (unsettled)
+    #: its ends; the threshold it was held to.
+    width_pct: float | None = None
+    interval: tuple[float, float] | None = None
+    threshold_pct: float | None = None
 
 
 @dataclass(frozen=True)
@@ -261,14 +280,6 @@ class RepeatPlan:
     def adaptive(self) -> bool:
         return self.most > self.start
 
-    def describe(self) -> str:
-        if not self.adaptive:
-            return f"{self.most} interleaved pairs"
-        until = "the CI of the ratio is within ± the threshold"
-        if self.early is not None:
-            until = "the verdict is settled or " + until
-        return f"{self.start} to {self.most} interleaved pairs (auto: until {until})"
-
     def look(
         self, baseline: Sequence[float], candidate: Sequence[float], *, threshold_pct: float,
         alpha: float,
@@ -284,17 +295,15 @@ class RepeatPlan:
         if self.early is not None and n >= max(self.early, MIN_PAIRS) and some_spread:
             stop = settle(d, threshold_pct=threshold_pct, alpha=alpha, interim=self.interim)
             if stop is not None:
-                return Look(0, stop.why, stop)
+                return Look(0, Reason.SETTLED, stop, threshold_pct=threshold_pct)
         width = ci_halfwidth_pct(baseline, candidate, alpha=alpha)
-        known = f"the ratio is known to ±{width:.1f}%"
-        if width <= threshold_pct:
-            if n >= self.first:
-                return Look(0, f"{known}, within ±{threshold_pct:g}%")
-            low, high = ci_ratio(baseline, candidate, alpha=alpha)
-            known = f"the ratio's interval {low:.3f}–{high:.3f} does not settle the verdict yet"
-        else:
-            known += f", wider than ±{threshold_pct:g}%"
-        return Look(min(self.step, self.most - n), known)
+        more = min(self.step, self.most - n)
+        if width > threshold_pct:
+            return Look(more, Reason.WIDE, width_pct=width, threshold_pct=threshold_pct)
+        if n >= self.first:
+            return Look(0, Reason.PRECISE, width_pct=width, threshold_pct=threshold_pct)
+        return Look(more, Reason.UNSETTLED, width_pct=width, threshold_pct=threshold_pct,
+                    interval=ci_ratio(baseline, candidate, alpha=alpha))  # fmt: skip
 
     def more(
         self, baseline: Sequence[float], candidate: Sequence[float], *, threshold_pct: float,
@@ -316,7 +325,7 @@ class RepeatPlan:
         """
         got = self.look(baseline, candidate, threshold_pct=threshold_pct, alpha=alpha)
         more = max(0, min(got.more, 2 * self.most - ran))
-        return replace(got, more=more, why=got.why if more or not got.more else None)
+        return replace(got, more=more, reason=got.reason if more or not got.more else None)
 
     def more_clean(
         self, baseline: Sequence[float], candidate: Sequence[float], *, ran: int,

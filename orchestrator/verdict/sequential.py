@@ -58,10 +58,17 @@ def interim_alpha(alpha: float) -> float:
 
 @dataclass(frozen=True)
 class Stop:
-    """A verdict settled before the plan's last look, and why (said on the console)."""
+    """A verdict settled before the plan's last look, and the interval that settled it
+    (`report.repeats` says it on the console)."""
 
     marker: bool  # True: the marker is settled; False: no marker can fire
-    why: str
+    #: The interval's level (its alpha) and its ends, on the ratio's scale.
+    level: float
+    low: float
+    high: float
+    threshold_pct: float
+    #: With a marker: True when the interval lies above +threshold, False below it.
+    above: bool = False
 
 
 def _limits(threshold_pct: float) -> tuple[float, float]:
@@ -89,22 +96,9 @@ def settle(
     down, up = _limits(threshold_pct)
     low, high = interval(d, alpha)
     if down < low and high < up:
-        return Stop(
-            False,
-            f"the ratio's {_pct(alpha)} interval {math.exp(low):.3f}–{math.exp(high):.3f} "
-            f"lies within ±{threshold_pct:g}%: no marker can fire",
-        )
+        return Stop(False, alpha, math.exp(low), math.exp(high), threshold_pct)
     level = interim_alpha(alpha) if interim is None else interim
     low, high = interval(d, level)
     if low > up or high < down:
-        side = "+" if low > up else "−"
-        return Stop(
-            True,
-            f"the ratio's {_pct(level)} interval {math.exp(low):.3f}–{math.exp(high):.3f} "
-            f"lies beyond {side}{threshold_pct:g}%: the marker is settled",
-        )
+        return Stop(True, level, math.exp(low), math.exp(high), threshold_pct, above=low > up)
     return None
-
-
-def _pct(level_alpha: float) -> str:
-    return f"{100 * (1 - level_alpha):.4g}%"

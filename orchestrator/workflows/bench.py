@@ -34,7 +34,7 @@ from orchestrator.runs.recipe import load_system
 from orchestrator.store.database import BenchRecord, record_bench
 from orchestrator.store.runstore import RunStore
 from orchestrator.verdict.compare import Comparison
-from orchestrator.verdict.judge import compare_groups
+from orchestrator.verdict.groups import compare_groups
 from orchestrator.verdict.model import Direction
 from orchestrator.workflows.bench_plan import BenchRequest as BenchRequest  # its callers' name
 from orchestrator.workflows.bench_plan import (

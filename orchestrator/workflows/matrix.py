@@ -44,7 +44,7 @@ from orchestrator.store.records import RunResult
 from orchestrator.store.runstore import RunStore
 from orchestrator.verdict.compare import Comparison
 from orchestrator.verdict.defaults import ALPHA, THRESHOLD_PCT
-from orchestrator.verdict.judge import compare_groups
+from orchestrator.verdict.groups import compare_groups
 
 
 class GpuType(SlurmResources):
@@ -144,7 +144,7 @@ def matrix(
         for (_, cell), result in zip(chain, records, strict=True):
             cell.results.append(result)
             cell.group = cell.group or layout.run_id(result.build, cell.system, cell.tag)
-    _judge(cells, RunStore(settings.results_dir), threshold_pct, alpha, emit)
+    _compare_cells(cells, RunStore(settings.results_dir), threshold_pct, alpha, emit)
     elapsed = (datetime.now(UTC) - started).total_seconds()
     return MatrixOutcome(spec.name or "", tag, executor.name, cells, elapsed)
 
@@ -188,7 +188,7 @@ def _resources(gpu: GpuType | None) -> SlurmResources | None:
     return SlurmResources.model_validate(gpu.model_dump(include=set(SlurmResources.model_fields)))
 
 
-def _judge(
+def _compare_cells(
     cells: list[Cell], results: RunStore, threshold_pct: float, alpha: float, emit: Emit
 ) -> None:
     """Each cell against the first build of its system (and GPU type)."""

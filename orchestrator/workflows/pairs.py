@@ -13,6 +13,7 @@ from orchestrator.core.settings import Settings
 from orchestrator.engine import Client
 from orchestrator.images.provenance import ImageRecord
 from orchestrator.platforms import get
+from orchestrator.report.repeats import look_text
 from orchestrator.runs import runner
 from orchestrator.runs.executors import Job, executor_for
 from orchestrator.runs.recipe import load_system
@@ -79,15 +80,16 @@ def run_pairs(
         if spend is not None and more:
             more, said = spend.cap(more, groups.pairs, len(clean[0]))
         why = [_left_out(left_out)] if left_out else []
-        if more and look.why:
-            why.append(f"{len(clean[0])} clean pairs: {look.why}")
+        reason = look_text(look)
+        if more and reason:
+            why.append(f"{len(clean[0])} clean pairs: {reason}")
         if why and more:  # a line a batch at most: the console's length follows the pairs
             emit(Step("; ".join(why) + f": {more} more pairs"))
         if said:
             emit(Step(said))
         if not more:
-            if look.more == 0 and look.why:
-                emit(Step(f"stopped after {len(clean[0])} clean pairs: {look.why}"))
+            if look.more == 0 and reason:
+                emit(Step(f"stopped after {len(clean[0])} clean pairs: {reason}"))
             break
         batch: list[Job] = []
         for _ in range(more):

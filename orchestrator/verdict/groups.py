@@ -1,11 +1,13 @@
 """Which comparison two groups of runs get: mdrun's (`compare`) or a microbenchmark's
-(`microbench_compare`), by what the runs are. Every caller that compares groups comes here."""
+(`microbench_compare`), by what the runs are. Every caller that compares groups of runs
+comes here (hence the name: `judgement` is the `--json` record, `controlled` the verdict
+against unchanged kernels)."""
 
 from __future__ import annotations
 
 from orchestrator.codegen.diff import CodegenDiff
 from orchestrator.store.runstore import Run, RunStore
-from orchestrator.verdict.compare import Comparison, compare_runs
+from orchestrator.verdict.compare import Ceiling, Comparison, compare_runs
 from orchestrator.verdict.counter_compare import compare_counters
 from orchestrator.verdict.defaults import ALPHA, THRESHOLD_PCT
 from orchestrator.verdict.microbench_compare import compare_microbench_runs
@@ -42,8 +44,7 @@ def compare_groups(
     sweep = store.ceiling(cand[0].result.host.hostname) if store is not None else None
     if sweep is not None and sweep.metrics:
         ro, rw = sweep.metrics["ro_largest"].value, sweep.metrics["rw_largest"].value
-        cmp.ceiling = (
-            f"memory ceiling of this host, past the caches: {ro:.4g} GB/s read, {rw:.4g} GB/s "
-            f"copy ({sweep.run_id}, {sweep.timestamp})"
+        cmp.ceiling = Ceiling(
+            read_gbs=ro, copy_gbs=rw, run_id=sweep.run_id, timestamp=sweep.timestamp
         )
     return cmp
