@@ -165,6 +165,40 @@ def test_meaning_is_never_read_from_an_emoji() -> None:
     assert not _lines(r'[!=]= *["\'](🚀|🐢|⚠|•)["\']', ())
 
 
+def _emoji_strings(outside: tuple[str, ...]) -> list[str]:
+    """String constants (not docstrings) holding a marker, in modules outside `outside`."""
+    found = []
+    for name, path in MODULES.items():
+        if name.startswith(outside):
+            continue
+        tree = ast.parse(path.read_text())
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+            and isinstance(node.body[0].value, ast.Constant)
+        }
+        found += [
+            f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in docstrings
+            and any(marker in node.value for marker in "🚀🐢⚠")
+        ]
+    return found
+
+
+def test_markers_are_words_of_the_report() -> None:
+    """Verdicts are numbers; their markers are spelled where words are made (`report/`, the
+    codegen page beside it, the console's fallback), and where old records are read back."""
+    words = ("orchestrator.report", "orchestrator.codegen.html", "orchestrator.cli.encoding")
+    assert not _emoji_strings((*words, "orchestrator.verdict.model"))
+    assert _emoji_strings(())  # the markers are found where they are made
+
+
 def test_one_atomic_writer() -> None:
     """Files are written atomically through `core.files` (which fsyncs), not by hand."""
     assert not _lines(r"\bmkstemp\(|\.write_text\(.*\.json", ("orchestrator.core.files",))
