@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from orchestrator.codegen.asm import asm_diff
-from orchestrator.codegen.diff import CodegenDiff, code_unchanged, diff, short_name
+from orchestrator.codegen.diff import code_unchanged, diff, short_name
 from orchestrator.codegen.model import (
     Codegen,
     cpu_classify,
@@ -499,34 +499,6 @@ def test_diff_names_a_code_object_version_difference_first() -> None:
     assert lines[0] == f"warning: {note}" and lines[1].startswith("codegen (")
     swapped = diff(b, a).code_object_note() or ""
     assert swapped.startswith("code-object version differs: v6 (dev-y, baseline) vs v5 (stable-x)")
-
-
-#: A CPU diff as `codegen diff --json` wrote it before the sides were named baseline and
-#: candidate (`a`, `b`, `only_a`, `in_a`, `a_code_object_versions`, …).
-OLD_DIFF = (
-    '{"a":"stable","b":"dev","arch":"x86_64","host":false,"targets":[{"arch":"x86_64",'
-    '"in_a":true,"in_b":true,"changed":1,"total":2,"occupancy_drops":0,"more_spills":0}],'
-    '"gpu":false,"categories":{"nbnxm":{"category":"nbnxm","changed":["_Z1fv"],'
-    '"unchanged":[],"only_a":["_Z1gv"],"only_b":[]}},"changed":[{"key":"_Z1fv",'
-    '"name":"_Z1fv","demangled":null,"category":"nbnxm","unit":"libgromacs.so",'
-    '"arch":"x86_64","instructions":[10,12],"vgprs":[null,null],"sgprs":[null,null],'
-    '"agprs":[null,null],"spills":[null,0],"scratch_bytes":[null,null],'
-    '"lds_bytes":[null,null],"occupancy":[null,null],"classes":{"vector":2}}],'
-    '"a_code_object_versions":[5],"b_code_object_versions":[6],"demangled":{}}'
-)
-
-
-def test_a_diff_written_with_a_and_b_sides_still_loads() -> None:
-    old = CodegenDiff.model_validate_json(OLD_DIFF)
-    assert (old.baseline, old.candidate) == ("stable", "dev")
-    assert (old.baseline_code_object_versions, old.candidate_code_object_versions) == ([5], [6])
-    nbnxm = old.categories["nbnxm"]
-    assert (nbnxm.only_baseline, nbnxm.only_candidate) == (["_Z1gv"], [])
-    (target,) = old.targets
-    assert target.in_baseline and target.in_candidate and target.changed == 1
-    assert old.changed[0].instructions == (10, 12)
-    again = CodegenDiff.model_validate_json(old.model_dump_json())  # written anew: new names
-    assert again == old and '"a":' not in old.model_dump_json()
 
 
 def test_render_terminal_and_markdown() -> None:

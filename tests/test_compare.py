@@ -13,15 +13,12 @@ import pytest
 from orchestrator.core.errors import UsageError
 from orchestrator.parsers.mdlog import cycle_breakdown, parse_mdlog
 from orchestrator.report import words
-from orchestrator.report.as_json import judgement_json
 from orchestrator.report.text import render, webhook_text
 from orchestrator.runs.hostinfo import HostInfo
 from orchestrator.store.records import ImageRef, RunResult
 from orchestrator.store.runstore import Run, RunStore
-from orchestrator.verdict.compare import Comparison, compare_runs
+from orchestrator.verdict.compare import compare_runs
 from orchestrator.verdict.groups import compare_groups
-from orchestrator.verdict.judgement import Judgement, judgement_of
-from orchestrator.verdict.model import Direction
 from orchestrator.workflows.bench import BenchOutcome
 
 
@@ -452,28 +449,3 @@ def test_three_clean_pairs_give_a_verdict_and_two_do_not(tmp_path: Path, paired:
     assert cmp.too_busy is not None and words.marker(cmp.headline) == "•"
     what = "2 clean pairs remain" if paired else "leaving 5 baseline and 2 candidate runs"
     assert what in words.too_busy(cmp.too_busy)
-
-
-OLD_RECORDS = REPO / "tests" / "data" / "verdict"
-
-
-def test_records_from_before_the_verdict_held_numbers_only_still_load() -> None:
-    """A comparison written with `ns_per_day` and each verdict's `marker` and `note`, and
-    the `--json` judgement of it (words included), load; the words made again from the
-    numbers are the ones the record held, so the same `--json` comes out."""
-    old = json.loads((OLD_RECORDS / "comparison-v1.json").read_text())
-    assert "ns_per_day" in old and old["ns_per_day"]["marker"] == "⚠"
-    cmp = Comparison.model_validate(old)
-    assert cmp.headline.direction is Direction.FASTER and cmp.headline.suspect
-    assert cmp.headline.claimed is Direction.NONE
-    assert cmp.categories["nbnxm"].direction is Direction.SLOWER
-    for v, was in [(cmp.headline, old["ns_per_day"]), (cmp.categories["nbnxm"],
-                                                       old["categories"]["nbnxm"])]:  # fmt: skip
-        assert (words.marker(v), words.note(v)) == (was["marker"], was["note"])
-    said = json.loads((OLD_RECORDS / "judgement-v1.json").read_text())
-    judged = Judgement.model_validate(said)
-    assert judged.verdict == "could not judge" and judged.headline is not None
-    assert judged.headline.direction is Direction.NONE and judged == judgement_of(cmp)
-    assert judgement_json(judgement_of(cmp), cmp) == said
-    busy = Judgement.model_validate({**said, "too_busy": "the host was too busy to judge: …"})
-    assert busy.too_busy is True

@@ -82,7 +82,7 @@ def verdict() -> Comparison:
     return Comparison(
         baseline=["base-1", "base-2"], candidate=["dev-1", "dev-2"], system="benchMEM",
         label="dev vs stable", runs=10,
-        ns_per_day=compare_samples(base, cand, higher_is_better=True),
+        headline=compare_samples(base, cand, higher_is_better=True),
         categories={"nbnxm": compare_samples([10.0, 10.1, 9.9, 10.0, 10.05],
                                              [12.0, 12.2, 11.9, 12.1, 12.0],
                                              higher_is_better=False)},
@@ -332,7 +332,7 @@ def _bench_view(
     cmp = Comparison(
         baseline=[f"stable__water__kernel-baseline-llvm-r{i}" for i in range(1, 7)],
         candidate=[f"dev__water__llvm-r{i}" for i in range(1, 7)], system="water_lincs",
-        label="LLVM 142414cf <b>", ns_per_day=ns, categories={}, kernels=kernels, paired=True,
+        label="LLVM 142414cf <b>", headline=ns, categories={}, kernels=kernels, paired=True,
         runs=12, codegen=d, controlled=ctl,
     )  # fmt: skip
     return BenchCodegen(cmp, kept)

@@ -19,29 +19,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.codegen.model import Codegen, KernelCode
 from orchestrator.parsers.categories import CATEGORIES
 
 Pair = tuple[int | None, int | None]
-
-
-class SidesRenamed(BaseModel):
-    """A model whose fields named the two builds `a` and `b` before they were the baseline
-    and the candidate: a diff written then (`codegen diff --json`) still loads."""
-
-    #: Old field name -> new, for the fields that had one.
-    renamed_from: ClassVar[dict[str, str]] = {}
-
-    @model_validator(mode="before")
-    @classmethod
-    def _old_names(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        return {cls.renamed_from.get(key, key): value for key, value in data.items()}
 
 
 class KernelDelta(BaseModel):
@@ -113,9 +97,8 @@ class KernelDelta(BaseModel):
         )
 
 
-class CategoryDiff(SidesRenamed):
+class CategoryDiff(BaseModel):
     model_config = ConfigDict(frozen=True)
-    renamed_from = {"only_a": "only_baseline", "only_b": "only_candidate"}
 
     category: str
     changed: list[str]
@@ -135,12 +118,11 @@ class CategoryDiff(SidesRenamed):
         return bool(self.unchanged) and not (self.changed or only)
 
 
-class TargetSummary(SidesRenamed):
+class TargetSummary(BaseModel):
     """One offload target of a pair of builds, in a line: how many of its kernels changed,
     or that only one build holds it (`codegen.targets`)."""
 
     model_config = ConfigDict(frozen=True)
-    renamed_from = {"in_a": "in_baseline", "in_b": "in_candidate"}
 
     arch: str
     in_baseline: bool
@@ -161,15 +143,10 @@ class TargetSummary(SidesRenamed):
         return f"{name}: {self.changed} changed of {self.total}" + "".join(f", {e}" for e in extra)
 
 
-class CodegenDiff(SidesRenamed):
+class CodegenDiff(BaseModel):
     """Two builds' code compared on one offload target (CPU: the host functions)."""
 
     model_config = ConfigDict(frozen=True)
-    renamed_from = {
-        "a": "baseline", "b": "candidate",
-        "a_code_object_versions": "baseline_code_object_versions",
-        "b_code_object_versions": "candidate_code_object_versions",
-    }  # fmt: skip
 
     baseline: str
     candidate: str

@@ -13,9 +13,8 @@ left out of the verdict; with too few clean ones there is none (`verdict.busy`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.codegen.diff import CodegenDiff
 from orchestrator.core.errors import UsageError
@@ -28,7 +27,6 @@ from orchestrator.verdict.controlled import Controlled, controlled_for
 from orchestrator.verdict.counter_compare import CounterComparison
 from orchestrator.verdict.defaults import ALPHA, THRESHOLD_PCT
 from orchestrator.verdict.model import Direction, TooBusy, Verdict
-from orchestrator.verdict.old_records import comparison_v1
 from orchestrator.verdict.verdicts import adjust_for_many_categories, verdict
 
 #: Relative difference of average potential energy beyond which a run is suspect.
@@ -113,9 +111,8 @@ class Comparison(BaseModel):
     #: 1a2b3c4d`, `HEAD 1a2b3c4d`, `stable`); None: two groups compared as given.
     base: str | None = None
     #: The headline verdict: ns/day for mdrun; a kernel recipe's headline metric, named
-    #: by `headline_name` (its unit follows the name in the report). Records from before
-    #: the name said what it holds call it `ns_per_day`.
-    headline: Verdict = Field(validation_alias=AliasChoices("headline", "ns_per_day"))
+    #: by `headline_name` (its unit follows the name in the report).
+    headline: Verdict
     categories: dict[str, Verdict]
     #: Per-kernel verdicts from the runs' median call durations (µs), when both sides traced.
     kernels: dict[str, Verdict] = Field(default_factory=dict)
@@ -158,12 +155,6 @@ class Comparison(BaseModel):
     #: Each changed kernel (CPU: category) judged raw and against the unchanged kernels
     #: measured in the same runs (`verdict.controlled`); keyed like `kernels` (`categories`).
     controlled: dict[str, Controlled] = Field(default_factory=dict)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_sentences(cls, data: Any) -> Any:
-        """A record from before the numbers replaced its sentences (`verdict.old_records`)."""
-        return comparison_v1(data) if isinstance(data, dict) else data
 
 
 def _options(result: RunResult) -> list[str]:

@@ -32,16 +32,15 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.codegen.diff import CodegenDiff
 from orchestrator.parsers.categories import CATEGORIES, base_name, strip_kernel_suffix
 from orchestrator.store.runstore import Run
 from orchestrator.verdict.defaults import ALPHA, THRESHOLD_PCT
 from orchestrator.verdict.model import Among, Direction, Verdict
-from orchestrator.verdict.old_records import controlled_v1
 from orchestrator.verdict.verdicts import adjust_for_many_categories, verdict
 
 Status = Literal["changed", "unchanged", "unknown"]
@@ -71,12 +70,6 @@ class Controlled(BaseModel):
     #: The control's own ratio candidate / baseline (geometric mean over pairs, or ratio of
     #: medians unpaired): what the machine did between the two sides.
     control_ratio: float | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_sentence(cls, data: Any) -> Any:
-        """A record that said its control in words (`verdict.old_records`)."""
-        return controlled_v1(data) if isinstance(data, dict) else data
 
     @property
     def verdict(self) -> Verdict:

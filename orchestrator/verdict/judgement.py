@@ -7,14 +7,14 @@ held to (threshold, alpha), for the headline and each category, kernel and metri
 `judgement_of` makes one from a `Comparison` (or from none: nothing was measured), and
 `exit_code` is the one rule `bench` and `compare` end by (`core.exits`). The words of
 `--json` (the headline's text, why it could not judge, each metric's marker and note) are
-added by `report.as_json`. A judgement written with those words still loads: they are ignored.
+added by `report.as_json`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field
 
 from orchestrator.core.exits import ExitCode
 from orchestrator.verdict.compare import Comparison
@@ -107,12 +107,6 @@ class Judgement(BaseModel):
     #: `bench` only: where the time went.
     elapsed_seconds: float | None = None
     container_seconds: float | None = None
-
-    @field_validator("too_busy", mode="before")
-    @classmethod
-    def _busy_from_words(cls, value: Any) -> Any:
-        """Written with words, `too_busy` said why (None: it was judged)."""
-        return bool(value) if value is None or isinstance(value, str) else value
 
 
 def exit_code(cmp: Comparison | None) -> ExitCode:

@@ -2,8 +2,7 @@
 
 Nothing in it is for people: `report.words` makes the marker (🚀 🐢 • ⚠) and the note from
 these fields, so what a verdict means is read from `direction` and the flags, never from
-a string. A record written while the verdict still carried its `marker` and `note` loads:
-its marker becomes the direction (and ⚠ the `suspect` flag), its note is dropped.
+a string.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict
 
 from orchestrator.verdict.defaults import POWER
 
@@ -31,10 +30,6 @@ class Direction(StrEnum):
 Among = Literal[
     "categories", "changed kernel", "changed kernels", "changed category", "changed categories"
 ]  # fmt: skip
-#: The markers of records written before `direction`: the direction and `suspect` they meant.
-_OLD_MARKERS = {
-    "🚀": (Direction.FASTER, False), "⚠": (Direction.FASTER, True), "🐢": (Direction.SLOWER, False)
-}  # fmt: skip
 
 
 class TooBusy(BaseModel):
@@ -109,16 +104,6 @@ class Verdict(BaseModel):
     judged: bool = True
     #: The host was too busy to judge: the test is left out, the Δ shown for information.
     too_busy: TooBusy | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_marker(cls, data: Any) -> Any:
-        """A record from before `direction`: its marker says the direction."""
-        if isinstance(data, dict) and "direction" not in data and "marker" in data:
-            marker = data["marker"]
-            data = {k: v for k, v in data.items() if k not in ("marker", "note")}
-            data["direction"], data["suspect"] = _OLD_MARKERS.get(marker, (Direction.NONE, False))
-        return data
 
     @property
     def claimed(self) -> Direction:
