@@ -11,6 +11,7 @@ from typing import Any, TypeAlias, TypeVar
 
 from pydantic_core import to_jsonable_python
 
+from orchestrator import engine
 from orchestrator.cli.console import Console
 from orchestrator.core.exits import EPILOG
 from orchestrator.core.settings import Settings
@@ -80,7 +81,8 @@ def request_of(request: type[Request], args: argparse.Namespace) -> Request:
 def executor_option(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--executor", choices=executors.names(), default=None,
-        help="where runs run: here, or as SLURM batch jobs (default: ORCH_EXECUTOR, else local)",
+        help="where runs run: here, as SLURM batch jobs, or natively without a container "
+        "engine (default: ORCH_EXECUTOR, else local)",
     )  # fmt: skip
 
 
@@ -89,6 +91,11 @@ def with_executor(settings: Settings, args: argparse.Namespace) -> Settings:
     if getattr(args, "executor", None) is None:
         return settings
     return settings.model_copy(update={"executor": args.executor})
+
+
+def engine_for(settings: Settings) -> engine.Client | None:
+    """The container engine, or None for an executor that needs none (native)."""
+    return engine.connect() if executors.EXECUTORS[settings.executor].needs_engine else None
 
 
 def verdict_options(p: argparse.ArgumentParser) -> None:

@@ -9,11 +9,19 @@ from pathlib import Path
 from tabulate import tabulate
 
 from orchestrator import engine
-from orchestrator.cli.common import Commands, add_option, add_options, request_of
+from orchestrator.cli.common import (
+    Commands,
+    add_option,
+    add_options,
+    engine_for,
+    executor_option,
+    request_of,
+    with_executor,
+)
 from orchestrator.cli.console import Console
 from orchestrator.core.errors import UsageError
 from orchestrator.core.settings import Settings, with_gpu_arch
-from orchestrator.images import blocks, catalog, lint
+from orchestrator.images import blocks, catalog, lint, native
 from orchestrator.images.base import load_base_lock, make_base
 from orchestrator.images.gromacs import build_gromacs
 from orchestrator.images.llvm_tree import validate
@@ -38,6 +46,7 @@ def register(sub: Commands) -> None:
     p = sub.add_parser("build", help="build stable, dev or toolchain images")
     add_options(p, BuildRequest)
     gpu_arch_option(p)
+    executor_option(p)
     p.set_defaults(handler=build)
 
     p = sub.add_parser("images", help="list the project's images with their provenance")
@@ -90,7 +99,16 @@ def build(args: argparse.Namespace, settings: Settings, console: Console) -> int
     settings = with_gpu_arch(settings, args.gpu_arch)
     request = request_of(BuildRequest, args)  # two compilers are said here
     _check_build(request, settings)  # every mistake said at once, before the engine is asked
-    client = engine.connect()
+    settings = with_executor(settings, args)
+    client = engine_for(settings)
+    if client is None:  # no engine: the stable compiler, installed natively
+        if request.what != "stable":
+            raise UsageError(
+                "Without a container engine (--executor native) only `build stable` can be "
+                "made (with ORCH_DEVICE_FLAGS for a compiler option): no toolchain images."
+            )
+        print(native.build_native(settings, "stable", console).native_prefix)
+        return 0
     compiler = request.compiler
     if request.plan:
         if request.what != "toolchain" or compiler is None or compiler.kind != "llvm":

@@ -24,7 +24,6 @@ from orchestrator.core.files import write_atomic
 from orchestrator.core.settings import Settings
 from orchestrator.parsers.categories import CATEGORIES
 from orchestrator.report.as_json import judgement_json, series_json
-from orchestrator.report.html import render_html
 from orchestrator.report.text import history_text, render, webhook_text
 from orchestrator.report.words import headline_text
 from orchestrator.store.database import Database, import_runs, shown
@@ -168,6 +167,10 @@ def html_report(args: argparse.Namespace, settings: Settings, console: Console) 
             except UsageError:  # no run of this system measured the category
                 continue
     views = [_bench_codegen(db, settings, console, s) for s in args.system or hist.systems(db)]
+    # plotly is imported only for this page: every other command starts without it, and
+    # a host that only runs (the native executor's) needs no plotly installed
+    from orchestrator.report.html import render_html
+
     page = render_html(
         series, verdict=_latest_verdict(db, settings, console), bisects=hist.load_bisects(db),
         codegen=[v for v in views if v is not None],

@@ -15,6 +15,7 @@ from orchestrator import engine
 from orchestrator.cli.common import (
     Commands,
     add_option,
+    engine_for,
     executor_option,
     json_option,
     print_json,
@@ -126,8 +127,8 @@ def run(args: argparse.Namespace, settings: Settings, console: Console) -> int:
         record=args.record,
         profiler=_profiler(args),
     )
-    client = engine.connect()
-    if settings.executor != LocalExecutor.name:
+    client = engine_for(settings)
+    if settings.executor != LocalExecutor.name or client is None:
         return _run_as_job(client, settings, request, args.dry_run, console)
     plan = runner.plan_run(client, settings, request, allow_missing=args.dry_run)
     if args.dry_run:
@@ -167,7 +168,7 @@ def _profiler(args: argparse.Namespace) -> ProfilerOptions | None:
 
 
 def _run_as_job(
-    client: engine.Client, settings: Settings, request: runner.RunRequest, dry_run: bool,
+    client: engine.Client | None, settings: Settings, request: runner.RunRequest, dry_run: bool,
     console: Console,
 ) -> int:  # fmt: skip
     """One run through the configured executor: one batch job, waited for."""

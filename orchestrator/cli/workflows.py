@@ -12,6 +12,7 @@ from orchestrator.cli.common import (
     Commands,
     add_option,
     add_options,
+    engine_for,
     executor_option,
     print_json,
     request_of,
@@ -96,7 +97,7 @@ def run_bench(args: argparse.Namespace, settings: Settings, console: Console) ->
             console(Message(note))
         print(plan_text(plan(engine.connect(), settings, settled)))
         return 0
-    outcome = bench(engine.connect(), settings, settled, console)
+    outcome = bench(engine_for(settings), settings, settled, console)
     cmp = outcome.comparison
     judged = judgement_of(cmp).model_copy(update={
         "system": outcome.system, "base": outcome.base, "elapsed_seconds": outcome.elapsed,

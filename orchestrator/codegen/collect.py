@@ -11,7 +11,7 @@ again, on any machine it is moved to, by any later version of the probe.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from orchestrator.codegen.model import Codegen, parse_probe_output
@@ -21,6 +21,7 @@ from orchestrator.engine import Client
 from orchestrator.images.catalog import probe
 from orchestrator.images.provenance import ImageRecord
 from orchestrator.platforms import get
+from orchestrator.platforms.base import KEPT
 from orchestrator.store.layout import codegen_path
 
 #: Longest a probe may take (all of GROMACS' kernels: seconds to a minute).
@@ -33,20 +34,39 @@ def _prefix(record: ImageRecord) -> str:
 
 def run_probe(client: Client, image_id: str, record: ImageRecord) -> Codegen:
     """Run the probe in `image_id` (an image with `record`'s labels); its codegen."""
+    return probe_codegen(
+        lambda command, stderr: probe(
+            client, image_id, command, timeout=PROBE_TIMEOUT, stderr=stderr
+        ),
+        record,
+        _prefix(record),
+    )
+
+
+#: Runs a command where a build is installed (in its image, or on this host), with or
+#: without its stderr: (exit code, output).
+ProbeRun = Callable[[list[str], bool], tuple[int, str]]
+
+
+def probe_codegen(
+    run: ProbeRun, record: ImageRecord, prefix: str, kept: str = KEPT, where: str = "image"
+) -> Codegen:
+    """The codegen of the build of `record` installed at `prefix`, its device code in
+    `kept`: the probe run by `run`, in the build's image or natively."""
     platform = get(record.platform or "cpu")
     command = platform.codegen.codegen_probe(
-        "codegen", _prefix(record), record.rocm_stack, release=record.rocm_version
+        "codegen", prefix, record.rocm_stack, release=record.rocm_version, kept=kept
     )
-    code, out = probe(client, image_id, command, timeout=PROBE_TIMEOUT, stderr=False)
+    code, out = run(command, False)
     if code != 0:
-        _, why = probe(client, image_id, command, timeout=PROBE_TIMEOUT)
+        _, why = run(command, True)
         raise UserError(
             f"The codegen probe failed in {record.tag} (exit {code}): "
             f"{why.strip().splitlines()[-1][:300] if why.strip() else 'no output'}. Images "
             "built before code objects were kept cannot be fingerprinted; build it again."
         )
     return parse_probe_output(
-        out, source=f"image {record.tag}", build=record.tag, platform=record.platform
+        out, source=f"{where} {record.tag}", build=record.tag, platform=record.platform
     )
 
 

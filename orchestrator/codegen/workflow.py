@@ -28,7 +28,7 @@ from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.events import Caution, Emit, Message, ignore
 from orchestrator.core.settings import Settings
 from orchestrator.engine import Client
-from orchestrator.images import microbench, user_kernels
+from orchestrator.images import microbench, native, user_kernels
 from orchestrator.images.gromacs import gromacs_ref, record_of
 from orchestrator.images.provenance import ImageRecord
 from orchestrator.images.user_kernels import UserProgram
@@ -47,20 +47,21 @@ class Side:
 
 
 def image_codegen(
-    client: Client, settings: Settings, ref: str, emit: Emit = ignore
+    client: Client | None, settings: Settings, ref: str, emit: Emit = ignore
 ) -> tuple[ImageRecord, Codegen]:
-    """The record and codegen of GROMACS image `ref`: cached, or collected now and cached."""
+    """The record and codegen of GROMACS image `ref` (without an engine: native build
+    `ref`): cached, or collected now and cached."""
+    if client is None:
+        return native_codegen(settings, ref, emit)
     image = engine.image(client, gromacs_ref(ref))
     if image is None:
         raise UserError(
             f"No GROMACS image {gromacs_ref(ref)} in the engine; `nox -s images` lists them."
         )
     record = record_of(image)
-    cached = codegen_path(settings.results_dir, record.tag)
-    if cached.exists():
-        codegen = load_codegen(cached)
-        if codegen.build == record.tag:
-            return record, codegen
+    cached = _cached(settings, record)
+    if cached is not None:
+        return record, cached
     emit(Message(f"fingerprinting the code of {record.tag}"))
     started = time.monotonic()
     codegen = collect.run_probe(client, image.id, record)
@@ -68,6 +69,29 @@ def image_codegen(
     emit(Message(f"codegen of {record.tag}: {len(codegen.kernels)} functions in "
                  f"{time.monotonic() - started:.1f} s"))  # fmt: skip
     return record, codegen
+
+
+def native_codegen(settings: Settings, ref: str, emit: Emit) -> tuple[ImageRecord, Codegen]:
+    """The record and codegen of native build `ref`, read by the probe on this host."""
+    build = native.find(settings, ref)
+    if build is None:
+        raise UserError(f"No native build {ref} in {settings.native_root}.")
+    cached = _cached(settings, build.record)
+    if cached is not None:
+        return build.record, cached
+    emit(Message(f"fingerprinting the code of {build.prefix}"))
+    codegen = native.codegen_of(build)
+    collect.save(settings.results_dir, codegen, build.record.tag)
+    return build.record, codegen
+
+
+def _cached(settings: Settings, record: ImageRecord) -> Codegen | None:
+    cached = codegen_path(settings.results_dir, record.tag)
+    if cached.exists():
+        codegen = load_codegen(cached)
+        if codegen.build == record.tag:
+            return codegen
+    return None
 
 
 def side(client: Client, settings: Settings, spec: str, emit: Emit = ignore) -> Side:
@@ -171,7 +195,7 @@ def kernel_asm_diffs(
 
 
 def builds_codegen(
-    client: Client, settings: Settings, baseline: ImageRecord, candidate: ImageRecord,
+    client: Client | None, settings: Settings, baseline: ImageRecord, candidate: ImageRecord,
     emit: Emit = ignore,
 ) -> CodegenDiff | None:  # fmt: skip
     """The codegen diff of two builds for a timing verdict; None for an A/A comparison or

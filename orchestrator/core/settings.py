@@ -152,6 +152,20 @@ class ShareSettings(BaseModel):
         return value.expanduser() if value is not None else None
 
 
+def check_flags(value: str | None) -> str | None:
+    """Compiler flags go into CMake's cache and a build's name: one line of shell words
+    (None when there are none)."""
+    if value is None or not value.strip():
+        return None
+    if "\n" in value or "\0" in value:
+        raise ValueError("the flags must be one line")
+    try:
+        shlex.split(value)
+    except ValueError as exc:
+        raise ValueError(f"the flags are not shell words ({exc}): {value!r}") from None
+    return value.strip()
+
+
 class Settings(BaseSettings):
     """Everything a build or run depends on that is not a command-line argument.
 
@@ -237,7 +251,20 @@ class Settings(BaseSettings):
     )
     webhook_format: Literal["discord", "json"] = "discord"
     executor: str = Field(
-        "local", description="where runs run: here, or as SLURM batch jobs (ORCH_SLURM__*)"
+        "local",
+        description="where runs run: here, as SLURM batch jobs (ORCH_SLURM__*), or natively "
+        "on a host without a container engine (builds in native_root)",
+    )
+    native_root: Path = Field(
+        Path("/opt/gromacs"),
+        description="where the native executor installs each build (<root>/<build>, and "
+        "<root>/dev-current), as the field report's hand-made harness did",
+    )
+    device_flags: str | None = Field(
+        None,
+        description="extra flags for the compiler under test on every GPU unit (CPU: every "
+        "unit), e.g. `-Xptxas -maxrregcount=64` or `-mllvm -amdgpu-...`: a compiler option's "
+        "A/B; the build's name carries their digest",
     )
     slurm: SlurmSettings = Field(default_factory=SlurmSettings)
     bench_budget: str | None = Field(
@@ -250,7 +277,12 @@ class Settings(BaseSettings):
     )
     share: ShareSettings = Field(default_factory=ShareSettings)
 
-    @field_validator("results_dir", "cache_dir")
+    @field_validator("device_flags")
+    @classmethod
+    def _one_line(cls, value: str | None) -> str | None:
+        return check_flags(value)
+
+    @field_validator("results_dir", "cache_dir", "native_root")
     @classmethod
     def _expand(cls, value: Path) -> Path:
         return value.expanduser()

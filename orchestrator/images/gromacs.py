@@ -44,6 +44,7 @@ from orchestrator.platforms.base import (
     CompileCacheStats,
     Compiler,
     Flavor,
+    flags_suffix,
 )
 from orchestrator.platforms.roles import Platform
 from orchestrator.store.layout import build_log_path, codegen_path, lockfile_path
@@ -212,10 +213,12 @@ def context(
     compiler: Compiler,
     source: SourceSpec,
     build_name: str,
+    prefix: str | None = None,
 ) -> dict[str, Any]:
-    """Template variables of `gromacs-<flavor>-<platform>`; also stored in the lockfile."""
+    """Template variables of `gromacs-<flavor>-<platform>` (and of a native build, whose
+    `prefix` is on the host); also stored in the lockfile."""
     platform = active(settings)
-    prefix = f"/opt/gromacs/{build_name}"
+    prefix = prefix or f"/opt/gromacs/{build_name}"
     flags = platform.build.cmake_flags(settings, flavor, compiler, prefix)
     return {
         "builder_image": builder_image,
@@ -315,8 +318,11 @@ def build_gromacs(
         compiler_image = base
     source = SourceSpec.from_setting(platform.build.gromacs_source(settings))
     name = template(flavor, platform.name)
+    flagged = flags_suffix(settings)
     planned = (
-        "dev-<stamp>" if flavor == "dev" else platform.build.stable_build_name(settings, compiler)
+        "dev-<stamp>"
+        if flavor == "dev"
+        else platform.build.stable_build_name(settings, compiler) + flagged
     )
 
     def context_for(build_name: str) -> dict[str, Any]:
@@ -327,7 +333,7 @@ def build_gromacs(
         )  # fmt: skip
 
     key = inputs_key(name, render(name, context_for(planned)), base.id, compiler_image.id)
-    suffix = platform.build.build_suffix(settings)
+    suffix = platform.build.build_suffix(settings) + flagged
     build_name = planned if flavor == "stable" else dev_build_name(compiler, suffix=suffix)
     tag = gromacs_ref(build_name)
     ctx = context_for(build_name)

@@ -15,17 +15,20 @@ from orchestrator.core.settings import Settings
 from orchestrator.engine import Client
 from orchestrator.images.catalog import probe
 from orchestrator.platforms import active
-from orchestrator.platforms.base import BuildFacts, CompileCacheStats, Compiler, Flavor
+from orchestrator.platforms.base import KEPT, BuildFacts, CompileCacheStats, Compiler, Flavor, Probe
+
+#: Where an image keeps the source's digest.
+SHA_FILE = "/src/gromacs.tar.gz.sha256"
 
 VERIFY_SCRIPT = r"""gmx --version 2>&1
 echo '@@compiler'; {compiler} --version 2>&1 | head -n1
 echo '@@path'; readlink -f "$(command -v {compiler})" 2>/dev/null || echo {compiler}
 echo '@@reported'
 readlink -f "$(gmx --version 2>/dev/null | sed -n 's/^C++ compiler: *\([^ ]*\).*/\1/p')"
-echo '@@sha'; cat /src/gromacs.tar.gz.sha256 2>/dev/null
+echo '@@sha'; cat {sha_file} 2>/dev/null
 echo '@@cmake'; grep -h '^CMAKE_[A-Z]*_COMPILER:' {prefix}/CMakeCache.txt 2>/dev/null
 echo '@@packages'; dpkg-query -W -f='${{Package}}=${{Version}}\n' 2>/dev/null
-echo '@@cache'; cat /opt/gmxbench/compile-cache.txt 2>/dev/null
+echo '@@cache'; cat {kept}/compile-cache.txt 2>/dev/null
 """
 
 
@@ -70,10 +73,25 @@ def check_build(
     prefix: str,
 ) -> BuildFacts:
     """The build's facts when it is what was asked; else remove it and raise (nothing tagged)."""
+    facts, problems = build_facts(
+        lambda command: probe(client, image_id, command), settings, flavor, compiler, prefix
+    )
+    if problems:
+        engine.remove_image(client, image_id)
+        raise refused(flavor, compiler, settings, problems, "Nothing was tagged.")
+    return facts
+
+
+def build_facts(
+    run: Probe, settings: Settings, flavor: Flavor, compiler: Compiler, prefix: str,
+    *, kept: str = KEPT, sha_file: str = SHA_FILE,
+) -> tuple[BuildFacts, list[str]]:  # fmt: skip
+    """What a finished build reports (`run` runs a command where it is installed: in its
+    image, or on this host for a native build) and why it is not what was asked."""
     platform = active(settings)
     tool = platform.build.compiler_under_test(compiler)
-    script = VERIFY_SCRIPT.format(compiler=tool, prefix=prefix)
-    _, out = probe(client, image_id, ["sh", "-c", script])
+    script = VERIFY_SCRIPT.format(compiler=tool, prefix=prefix, kept=kept, sha_file=sha_file)
+    _, out = run(["sh", "-c", script])
     facts = parse_facts(out)
     info = facts.version_info
     problems = []
@@ -94,14 +112,19 @@ def check_build(
             if not ok(info.get(name, "")):
                 problems.append(f"{name} is {info.get(name, 'missing')!r}, asked for {wanted}")
         problems += platform.build.compiler_problems(facts, compiler)
-    if problems:
-        hint = ""
-        if any(p.startswith("OpenMP") for p in problems) and "clang" in tool:
-            hint = " A clang build needs libomp-<N>-dev in the toolchain image for OpenMP."
-        engine.remove_image(client, image_id)
-        raise UserError(
-            f"The {flavor} GROMACS build finished but is not what was asked: "
-            + "; ".join(problems)
-            + f". Nothing was tagged.{hint}"
-        )
-    return facts
+    return facts, problems
+
+
+def refused(
+    flavor: Flavor, compiler: Compiler, settings: Settings, problems: list[str], after: str
+) -> UserError:
+    """The one-paragraph error of a build that is not what was asked."""
+    tool = active(settings).build.compiler_under_test(compiler)
+    hint = ""
+    if any(p.startswith("OpenMP") for p in problems) and "clang" in tool:
+        hint = " A clang build needs libomp-<N>-dev in the toolchain image for OpenMP."
+    return UserError(
+        f"The {flavor} GROMACS build finished but is not what was asked: "
+        + "; ".join(problems)
+        + f". {after}{hint}"
+    )

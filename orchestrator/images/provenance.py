@@ -82,6 +82,8 @@ class ImageRecord(BaseModel):
     simd: str | None = None
     inputs: str | None = None
     created: str | None = None
+    #: Where a native build is installed on its host (no image: `images.native`).
+    native_prefix: str | None = None
 
     @property
     def gpu_archs(self) -> list[str]:

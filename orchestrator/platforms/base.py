@@ -5,6 +5,7 @@ the CMake flags every GROMACS build takes. The roles a platform plays are in `ro
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +35,9 @@ PREFIX_MAP = f"-ffile-prefix-map={SOURCE_DIR}=. -ffile-prefix-map={BUILD_DIR}=bu
 
 #: Where `orchestrator base` puts the base images it makes with debootstrap.
 DEBOOTSTRAP_REPO = "gmxbench-base/debian"
+#: Where a build keeps what its checks and codegen read (compile-cache counters, device
+#: code): in an image; a native build keeps them in `<prefix>/gmxbench`.
+KEPT = "/opt/gmxbench"
 
 #: Host CPU flags each GMX_SIMD level needs (x86 from /proc/cpuinfo).
 SIMD_CPU_FLAGS: dict[str, set[str]] = {
@@ -238,11 +242,12 @@ class ContainerOptions:
         return out
 
 
-def common_cmake_flags(settings: Settings, prefix: str) -> list[str]:
-    """The CMake arguments every platform's GROMACS build shares (the field report's recipe)."""
+def common_cmake_flags(settings: Settings, prefix: str, cxx_extra: str | None = None) -> list[str]:
+    """The CMake arguments every platform's GROMACS build shares (the field report's
+    recipe); `cxx_extra` joins the C++ flags (the CPU platform's `device_flags`)."""
     return [
         f"-DCMAKE_C_FLAGS={PREFIX_MAP}",
-        f"-DCMAKE_CXX_FLAGS={PREFIX_MAP}",
+        f"-DCMAKE_CXX_FLAGS={PREFIX_MAP}" + (f" {cxx_extra}" if cxx_extra else ""),
         "-DGMX_MPI=OFF",
         "-DGMX_OPENMP=ON",
         "-DGMX_BUILD_OWN_FFTW=OFF",
@@ -251,6 +256,14 @@ def common_cmake_flags(settings: Settings, prefix: str) -> list[str]:
         f"-DGMX_SIMD={settings.simd}",
         "-DGMX_USE_RDTSCP=ON",
     ]
+
+
+def flags_suffix(settings: Settings) -> str:
+    """What a build's name carries for `device_flags` (`-flags-1a2b3c4d`, their digest):
+    builds that differ only in a compiler option get names of their own."""
+    if not settings.device_flags:
+        return ""
+    return "-flags-" + hashlib.sha256(settings.device_flags.encode()).hexdigest()[:8]
 
 
 def host_cpu_flags() -> set[str]:

@@ -28,6 +28,7 @@ from orchestrator.engine import EngineKind
 from orchestrator.parsers.breakdown import Breakdown
 from orchestrator.parsers.mdlog import MdLog
 from orchestrator.platforms.base import (
+    KEPT,
     SIMD_CPU_FLAGS,
     BuildFacts,
     Compiler,
@@ -214,13 +215,14 @@ class CodegenRole(ABC):
     def codegen_probe(
         self, mode: Literal["codegen", "asm"], prefix: str, variant: str | None,
         name: str | Sequence[str] | None = None, unit: str | None = None,
-        arch: str | None = None, release: str | None = None,
+        arch: str | None = None, release: str | None = None, kept: str = KEPT,
     ) -> list[str]:  # fmt: skip
         """The command that fingerprints a finished image of this platform (or prints one
         functions' normalised code): `codegen.model.probe_argv` with this platform's
         tools and where its builds keep their code; `arch` picks one target's code of a
         several-target build (asm); `release` is the platform release the image pins
-        (its `rocm_version`), where its tools' paths carry it."""
+        (its `rocm_version`), where its tools' paths carry it; `kept` is where the build
+        kept its device code (`base.KEPT` in an image, `<prefix>/gmxbench` natively)."""
 
     @abstractmethod
     def microbench_compiler(

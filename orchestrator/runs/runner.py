@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -123,6 +124,8 @@ class Plan:
     script: str
     container: dict[str, Any]
     problems: list[str]
+    #: Run on the host from a native build's prefix (`runs.native`), not in a container.
+    native: bool = False
 
 
 def mdrun_command(
@@ -189,14 +192,7 @@ def plan_run(
         user_args = [*user_args, *(a for a in CPU_ONLY_ARGS if a not in user_args)]
     mdrun = mdrun_command(ntomp, steps, system.mdrun_args, user_args)
     profiler = (system.profiler or ProfilerOptions()).merged(req.profiler)
-    script = (
-        "#!/bin/sh\n# written by gmxbench: prepare topol.tpr, then mdrun\n"
-        f"cd {layout.CONTAINER_DIR}\n"
-        f"date +%s.%N > {layout.TIMES_FILE}\n"
-        + system.setup_script(f"{layout.CONTAINER_DIR}/{layout.INPUTS_DIR}", steps)
-        + f"date +%s.%N >> {layout.TIMES_FILE}\n"
-        + platform.profiler.launch(mdrun, req.profile, layout.CONTAINER_DIR, profiler)
-    )
+    script = run_script(system, steps, platform, mdrun, req.profile, profiler)
     options = platform.run.container_options(req.device, req.profile, engine.kind(client))
     options.confined(engine.container_user(engine.kind(client)), settings.run_pids_limit)
     container: dict[str, Any] = {
@@ -219,6 +215,22 @@ def plan_run(
     image_id = image.id if image is not None else ""
     return Plan(req, system, ref, image_id, labels, build_name, platform, run_dir, tag,
                 steps, ntomp, mdrun, script, container, problems)  # fmt: skip
+
+
+def run_script(
+    system: ResolvedSystem, steps: int, platform: Platform, mdrun: list[str],
+    profile: ProfileMode, profiler: ProfilerOptions, workdir: str = layout.CONTAINER_DIR,
+) -> str:  # fmt: skip
+    """run.sh: prepare topol.tpr, then mdrun (under the profiler asked for), in `workdir`
+    (the run directory: /run in a container, its own path natively)."""
+    return (
+        "#!/bin/sh\n# written by gmxbench: prepare topol.tpr, then mdrun\n"
+        f"cd {workdir}\n"
+        f"date +%s.%N > {layout.TIMES_FILE}\n"
+        + system.setup_script(f"{workdir}/{layout.INPUTS_DIR}", steps)
+        + f"date +%s.%N >> {layout.TIMES_FILE}\n"
+        + platform.profiler.launch(mdrun, profile, workdir, profiler)
+    )
 
 
 def default_tag() -> str:
@@ -296,7 +308,29 @@ def _prepare(settings: Settings, plan: Plan, run_dir: Path, emit: Emit) -> None:
         (run_dir / layout.SCRIPT_FILE).write_text(plan.script)
 
 
-def execute(client: Client, settings: Settings, plan: Plan, emit: Emit = ignore) -> RunResult:
+#: Starts a plan's program and waits for it: its exit code, None when it timed out (and
+#: was killed); `EngineGone` when what ran it went away. The container engine's by
+#: default; the native executor's runs it on the host.
+Launch = Callable[[Plan, str, Path, Emit], "int | None"]
+
+
+def in_container(client: Client) -> Launch:
+    """The plan's container, run on `client`'s engine."""
+
+    def launch(plan: Plan, name: str, run_dir: Path, emit: Emit) -> int | None:
+        config = {k: v for k, v in plan.container.items() if k != "image_tag"}
+        return engine.run(
+            client, config, name=name, timeout=plan.request.timeout,
+            logs=(run_dir / layout.STDOUT_FILE, run_dir / layout.STDERR_FILE), emit=emit,
+        )  # fmt: skip
+
+    return launch
+
+
+def execute(
+    client: Client | None, settings: Settings, plan: Plan, emit: Emit = ignore,
+    launch: Launch | None = None,
+) -> RunResult:  # fmt: skip
     """Run the plan; leaves result.json (none when a full disk has no room even for a
     record of the failure: `NoSpace` says which) and never a container.
 
@@ -327,23 +361,22 @@ def execute(client: Client, settings: Settings, plan: Plan, emit: Emit = ignore)
     for warning in result.host.warnings:
         emit(Caution(warning))
     started, stopped = time.monotonic(), None
-    config = {k: v for k, v in plan.container.items() if k != "image_tag"}
     name = f"gmxbench-{run_dir.name}"[:120]
+    if launch is None:
+        assert client is not None, "a container run needs the engine"
+        launch = in_container(client)
     noise = NoiseSampler(
         run_threads=plan.ntomp, own_container=name,
-        containers=lambda: engine.running_containers(client),
+        containers=(lambda: engine.running_containers(client)) if client else None,
     )  # fmt: skip
     try:
         emit(RunStarted(f"{result.run_id} started", result))
         with heartbeat(run_dir / layout.HEARTBEAT_FILE), noise:
-            code = engine.run(
-                client, config, name=name, timeout=plan.request.timeout,
-                logs=(run_dir / layout.STDOUT_FILE, run_dir / layout.STDERR_FILE), emit=emit,
-            )  # fmt: skip
+            code = launch(plan, name, run_dir, emit)
         program = "mdrun" if isinstance(plan.system, ResolvedSystem) else plan.system.program
         failure = None if code == 0 else f"{program} exited with code {code}"
         if code is None:
-            failure = f"timed out after {plan.request.timeout:.0f} s: container killed"
+            failure = f"timed out after {plan.request.timeout:.0f} s: killed"
     except (KeyboardInterrupt, EngineGone, NoSpace) as exc:
         stopped, code, failure = exc, None, _why_stopped(exc)
     with interrupts.deferred():  # a second signal waits until the record is written
@@ -418,6 +451,7 @@ def _new_record(plan: Plan, run: str, host: HostInfo) -> RunResult:
         device=plan.request.device if plan.platform.run.has_devices else None,
         owner=OWNER,
         batch_job=os.environ.get("SLURM_JOB_ID"),
+        native=plan.native,
         **placement(run, plan.tag),
     )
 

@@ -174,7 +174,7 @@ benches = Table(
 RECORD_ONLY = frozenset({
     "schema_version", "return_code", "hour_per_ns", "mdrun_wall_seconds", "setup_seconds",
     "command", "mdrun_args", "steps", "atoms", "ntomp", "device", "pme_grid", "coulomb_cutoff",
-    "energies", "owner", "noise", "facts", "batch_job", "profile",
+    "energies", "owner", "noise", "facts", "batch_job", "profile", "native",
 })  # fmt: skip
 #: `RunResult` fields whose values live in other columns or tables.
 ELSEWHERE = frozenset({"run_id", "timestamp", "image", "metrics", "group"})

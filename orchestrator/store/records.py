@@ -81,6 +81,9 @@ class RunResult(BaseModel):
     noise: HostNoise | None = None
     #: The batch job that ran it (SLURM_JOB_ID on its node); its end is `SchedulerRecord`.
     batch_job: str | None = None
+    #: Run on the host from a native build's prefix, not in a container (the native
+    #: executor: a host without a container engine); `image` names the build then.
+    native: bool = False
     #: What a counters or systrace profiler did (its findings: `COUNTERS_FILE`, `SYSTRACE_FILE`).
     profile: ProfileOutcome | None = None
     #: mdrun on a GROMACS system, or a microbenchmark (`runs.microbench_recipe`, whose kind is

@@ -24,7 +24,7 @@ from orchestrator.core.errors import UserError
 from orchestrator.core.events import Caution, Emit, Message, Step, ignore
 from orchestrator.core.settings import Settings
 from orchestrator.engine import Client
-from orchestrator.images import microbench
+from orchestrator.images import microbench, native
 from orchestrator.images.gromacs import DEV_CURRENT, build_gromacs, gromacs_ref, record_of
 from orchestrator.images.provenance import ImageRecord, label
 from orchestrator.images.user_kernels import UserProgram
@@ -107,7 +107,7 @@ NOTHING_CHANGED = "no kernel changed: nothing to measure"
 
 
 def bench(
-    client: Client, settings: Settings, req: BenchRequest | Settled, emit: Emit = ignore
+    client: Client | None, settings: Settings, req: BenchRequest | Settled, emit: Emit = ignore
 ) -> BenchOutcome:
     """Check everything, build, diff the code, then measure where the change runs (or
     nothing: no kernel changed); the outcome is recorded in the results database either
@@ -144,7 +144,7 @@ def bench(
     comparison = diff(settings, req, groups, emit, codegen)
     if sides.candidate is not sides.baseline:
         comparison.base = sides.base
-    if program is None:  # a user kernel's code is in its microbenchmark images, not kept
+    if program is None and client is not None:  # a user kernel's code: in its images
         keep_asm_diffs(client, settings, sides.baseline, sides.candidate, comparison.codegen,
                        (groups.baseline, groups.candidate), emit)  # fmt: skip
     outcome = BenchOutcome(
@@ -238,13 +238,13 @@ def _user_program(settings: Settings, req: BenchRequest) -> UserProgram | None:
     return None
 
 
-def images(client: Client, settings: Settings, settled: Settled, emit: Emit) -> Sides:
+def images(client: Client | None, settings: Settings, settled: Settled, emit: Emit) -> Sides:
     """The baseline (the candidate's parent or `HEAD`, the stable image, or what the
     `against` options name) and the dev image of the compiler asked for (none: the
     baseline itself, an A/A comparison). For a microbenchmark, a compiler's side is
     its toolchain image: no GROMACS is built."""
     req = settled.request
-    if req.no_gmx_rebuild:  # read before a baseline's dev build moves it
+    if req.no_gmx_rebuild and client is not None:  # before a baseline's dev build moves it
         current = engine.image(client, DEV_CURRENT)
         if current is None:
             raise UserError(
@@ -264,22 +264,18 @@ def images(client: Client, settings: Settings, settled: Settled, emit: Emit) -> 
 
 
 def _side(
-    client: Client, settings: Settings, req: BenchRequest, side: BenchSide, rebuild: bool,
-    emit: Emit, name: str,
+    client: Client | None, settings: Settings, req: BenchRequest, side: BenchSide,
+    rebuild: bool, emit: Emit, name: str,
 ) -> ImageRecord:  # fmt: skip
     """One side's GROMACS build (or, for a microbenchmark, its toolchain image)."""
     kind, named = side.compiler.kind, side.compiler.name
     if kind == "build":
-        image = engine.image(client, gromacs_ref(named))
-        if image is None or label("build") not in image.labels:
-            raise UserError(
-                f"--against {named}: no GROMACS image {gromacs_ref(named)} of this "
-                "tool in the engine. `nox -s images` lists the builds there are."
-            )
-        return record_of(image)
-    if side.stable:
-        emit(Step("GROMACS stable image"))
-        return build_gromacs(client, settings, "stable", emit=emit)
+        return _existing(client, settings, named)
+    if side.stable or kind == "flags":
+        flags = {"device_flags": named} if kind == "flags" else {}
+        emit(Step(f"{name}: GROMACS stable build" + (f" with {named}" if flags else "")))
+        return _stable(client, settings.model_copy(update=flags), emit)
+    assert client is not None, "settle refuses toolchain sides without an engine"
     if kind == "llvm":
         emit(Step(f"{name} ({side.words}): LLVM toolchain at {named}"))
     elif kind == "package":
@@ -295,6 +291,36 @@ def _side(
         return record.model_copy(update={"build": microbench.build_name(image, tag)})
     emit(Step(f"{name}: GROMACS dev build with {tag}"))
     return build_gromacs(client, settings, "dev", toolchain_tag=tag, emit=emit)
+
+
+def _stable(client: Client | None, settings: Settings, emit: Emit) -> ImageRecord:
+    """The stable build (with the settings' `device_flags`): an image, or natively
+    installed where there is no engine (`images.native`)."""
+    if client is None:
+        record = native.build_native(settings, "stable", emit)
+        if settings.device_flags and record.build:  # the build under test, as a dev one
+            native.point_dev_current(settings, record.build)
+        return record
+    return build_gromacs(client, settings, "stable", emit=emit)
+
+
+def _existing(client: Client | None, settings: Settings, named: str) -> ImageRecord:
+    """`--against <build>`: an existing GROMACS image, or native build."""
+    if client is None:
+        found = native.find(settings, named)
+        if found is None:
+            raise UserError(
+                f"--against {named}: no native build {named} in {settings.native_root}. "
+                "`ls` that folder for the builds there are."
+            )
+        return found.record
+    image = engine.image(client, gromacs_ref(named))
+    if image is None or label("build") not in image.labels:
+        raise UserError(
+            f"--against {named}: no GROMACS image {gromacs_ref(named)} of this "
+            "tool in the engine. `nox -s images` lists the builds there are."
+        )
+    return record_of(image)
 
 
 def diff(

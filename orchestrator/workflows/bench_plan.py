@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from orchestrator.core.errors import UsageError, UserError
-from orchestrator.core.settings import Settings
+from orchestrator.core.settings import Settings, check_flags
 from orchestrator.engine import Client
 from orchestrator.images.catalog import list_images
 from orchestrator.images.gitsource import ResolvedCommit, base_of, is_url
@@ -28,6 +28,8 @@ from orchestrator.images.toolchain_llvm import llvm_tag, resolve_llvm
 from orchestrator.platforms import active
 from orchestrator.platforms.base import ProfileMode
 from orchestrator.platforms.roles import Platform
+from orchestrator.runs.executors import EXECUTORS
+from orchestrator.runs.microbench_recipe import ResolvedMicrobench
 from orchestrator.runs.recipe import load_system
 from orchestrator.runs.runner import check_limits
 from orchestrator.store.layout import lockfiles
@@ -79,9 +81,13 @@ class BenchRequest:
                                 help="existing toolchain image holding the dev compiler"),
             "package": Option("--package",
                               help="distribution compiler package for the toolchain (clang-16)"),
+            "flags": Option("--flags", metavar="'FLAGS'",
+                            help="the stable compiler with these flags added for the compiler "
+                            "under test, written --flags='-Xptxas -maxrregcount=64': a "
+                            "compiler option's A/B"),
         },
-        CompilerSpec.of, "Give at most one of --llvm, --toolchain and --package (got {given}): "
-        "they name the candidate's compiler.",
+        CompilerSpec.of, "Give at most one of --llvm, --toolchain, --package and --flags (got "
+        "{given}): they name the candidate's compiler.",
     ))  # fmt: skip
     baseline: CompilerSpec | None = option(OneOf(
         {
@@ -121,8 +127,11 @@ class BenchRequest:
                            "estimated times); build nothing")  # fmt: skip
     threshold_pct: float = option(THRESHOLD)
     alpha: float = option(ALPHA)
-    #: None: the kernel trace where the image's stack has a profiler, else none.
-    profile: ProfileMode | None = None
+    #: None: the platform's own (the kernel trace where the image's stack has a profiler).
+    profile: ProfileMode | None = option(
+        choices=("none", "trace"), help="the runs' profiler: trace (the platform's default "
+        "where it has one: rocprofv3, ncu) or none (wall-clock ns/day alone)",
+    )
     mdrun_args: list[str] = field(default_factory=list)
 
 
@@ -202,9 +211,48 @@ def settle(settings: Settings, req: BenchRequest) -> Settled:
         commit = resolve_llvm(settings, spec.name)
         candidate = BenchSide(f"LLVM {commit.label}", spec, commit, commit.source if not is_url(
             commit.source) else settings.llvm_source)  # fmt: skip
+    elif spec is not None and spec.kind == "flags":
+        candidate = BenchSide(f"flags {flags_of(spec.name)}", spec)
     elif spec is not None:
         candidate = BenchSide(spec.name or STABLE, spec)
+    _native_sides(settings, (spec, req.baseline), req.no_gmx_rebuild)
+    native = not EXECUTORS[settings.executor].needs_engine
+    system = None if req.system == AUTO else load_system(req.system, settings.recipes_dirs)
+    if native and isinstance(system, ResolvedMicrobench):
+        raise UsageError(f"{req.system} is a microbenchmark, whose programs are built in "
+                         "images: the native executor benches GROMACS recipes.")  # fmt: skip
     return Settled(req, _baseline(settings, req, candidate), candidate, notes)
+
+
+def flags_of(value: str) -> str:
+    """`--flags` checked as the `device_flags` setting checks them."""
+    try:
+        checked = check_flags(value)
+    except ValueError as exc:
+        raise UsageError(f"--flags: {exc}.") from None
+    if checked is None:
+        raise UsageError("--flags needs the compiler flags to add, e.g. --flags='-O2'.")
+    return checked
+
+
+def _native_sides(
+    settings: Settings, sides: tuple[CompilerSpec | None, ...], no_gmx_rebuild: bool
+) -> None:
+    """Without a container engine (the native executor) a side is the stable compiler,
+    with flags or not, or an existing native build: no toolchain image can be made."""
+    if EXECUTORS[settings.executor].needs_engine:
+        return
+    for spec in sides:
+        if spec is not None and spec.kind in ("llvm", "toolchain", "package", "tree"):
+            raise UsageError(
+                f"The native executor builds GROMACS with the stable compiler only (no "
+                f"toolchain images without an engine), so a {spec.kind} side cannot be built "
+                "here. Compare compiler options with --flags, or existing native builds with "
+                "--against."
+            )
+    if no_gmx_rebuild:
+        raise UsageError("--no-gmx-rebuild reuses dev-current, which the native executor "
+                         "does not build; leave it out.")  # fmt: skip
 
 
 def _baseline(settings: Settings, req: BenchRequest, candidate: BenchSide | None) -> BenchSide:

@@ -23,7 +23,7 @@ from orchestrator.workflows.options import OneOf, Option, option
 #: What names a compiler: the stable image's (the vendor compiler), an existing GROMACS
 #: build's, an LLVM commit or checkout, a toolchain image, a distribution package, or an
 #: LLVM build tree or install prefix to import.
-CompilerKind = Literal["stable", "build", "llvm", "toolchain", "package", "tree"]
+CompilerKind = Literal["stable", "build", "llvm", "toolchain", "package", "tree", "flags"]
 
 
 @dataclass(frozen=True)

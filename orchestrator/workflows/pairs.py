@@ -35,7 +35,7 @@ class Groups:
 
 
 def run_pairs(
-    client: Client, settings: Settings, req: BenchRequest, baseline: ImageRecord,
+    client: Client | None, settings: Settings, req: BenchRequest, baseline: ImageRecord,
     candidate: ImageRecord, microbench: bool, emit: Emit,
 ) -> Groups:  # fmt: skip
     """Baseline and candidate, both measured now, in interleaved pairs (ABBA ABBA…).

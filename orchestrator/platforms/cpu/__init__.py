@@ -18,6 +18,7 @@ from orchestrator.parsers.breakdown import Breakdown
 from orchestrator.parsers.mdlog import MdLog, cycle_breakdown
 from orchestrator.platforms.base import (
     DEBOOTSTRAP_REPO,
+    KEPT,
     BuildFacts,
     Compiler,
     Flavor,
@@ -81,7 +82,7 @@ class CpuBuild(BuildRole):
             f"-DCMAKE_C_COMPILER={compiler.cc}",
             f"-DCMAKE_CXX_COMPILER={compiler.cxx}",
             "-DGMX_GPU=OFF",
-            *common_cmake_flags(settings, prefix),
+            *common_cmake_flags(settings, prefix, cxx_extra=settings.device_flags),
             "-DBUILD_TESTING=OFF",
             "-DGMXAPI=OFF",
             "-DGMX_INSTALL_NBLIB_API=OFF",
@@ -131,7 +132,7 @@ class CpuCodegen(CodegenRole):
     def codegen_probe(
         self, mode: Literal["codegen", "asm"], prefix: str, variant: str | None,
         name: str | Sequence[str] | None = None, unit: str | None = None,
-        arch: str | None = None, release: str | None = None,
+        arch: str | None = None, release: str | None = None, kept: str = KEPT,
     ) -> list[str]:  # fmt: skip
         """GROMACS' hot functions in libgromacs.so, disassembled by binutils."""
         library = f"{prefix}/lib/libgromacs.so"

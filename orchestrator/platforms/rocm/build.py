@@ -174,7 +174,10 @@ class RocmBuild(BuildRole):
                 f"--rocm-path={rocm} {' '.join(offload_flags(targets))} {HIP_DEV_FLAGS} "
                 f"--rocm-device-lib-path={used.device_libs(settings)}{version} {PREFIX_MAP}"
             )
-            flags.append(f"-DCMAKE_HIP_FLAGS={hip_flags}")
+            extra = f" {settings.device_flags}" if settings.device_flags else ""
+            flags.append(f"-DCMAKE_HIP_FLAGS={hip_flags}{extra}")
+        elif settings.device_flags:
+            flags.append(f"-DCMAKE_HIP_FLAGS={settings.device_flags}")
         flags += [f"-DGMX_HIP_TARGET_ARCH={','.join(targets)}"]
         if explicit:
             flags += [f"-DCMAKE_HIP_ARCHITECTURES={cmake_list}", f"-DGPU_TARGETS={cmake_list}"]

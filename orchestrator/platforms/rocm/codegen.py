@@ -9,13 +9,14 @@ from typing import Literal
 
 from orchestrator.codegen.model import probe_argv
 from orchestrator.core.settings import Settings, split_targets
-from orchestrator.platforms.base import MicrobenchCompiler
+from orchestrator.platforms.base import KEPT, MicrobenchCompiler
 from orchestrator.platforms.rocm.stacks import STACKS, of_image, stack
 from orchestrator.platforms.rocm.targets import gpu_archs, offload_flags
 from orchestrator.platforms.roles import CodegenRole
 
-#: Where a GROMACS build keeps each HIP object's GPU code objects (`_gromacs-build.j2`).
-CODEOBJECTS = "/opt/gmxbench/codeobjects"
+#: Where a GROMACS build keeps each HIP object's GPU code objects, below `kept`
+#: (`_gromacs-steps.j2`).
+CODEOBJECTS = "codeobjects"
 
 
 class RocmCodegen(CodegenRole):
@@ -24,15 +25,15 @@ class RocmCodegen(CodegenRole):
     def codegen_probe(
         self, mode: Literal["codegen", "asm"], prefix: str, variant: str | None,
         name: str | Sequence[str] | None = None, unit: str | None = None,
-        arch: str | None = None, release: str | None = None,
+        arch: str | None = None, release: str | None = None, kept: str = KEPT,
     ) -> list[str]:  # fmt: skip
         """The GPU code objects the build kept, read by the stack's own LLVM tools."""
         tools = of_image(variant).llvm_bin_of_image(release)
         if mode == "asm":
-            return probe_argv("asm", CODEOBJECTS, objdump=f"{tools}/llvm-objdump", name=name,
-                              unit=unit, arch=arch)  # fmt: skip
+            return probe_argv("asm", f"{kept}/{CODEOBJECTS}", objdump=f"{tools}/llvm-objdump",
+                              name=name, unit=unit, arch=arch)  # fmt: skip
         return probe_argv(
-            "gpu", CODEOBJECTS, objdump=f"{tools}/llvm-objdump",
+            "gpu", f"{kept}/{CODEOBJECTS}", objdump=f"{tools}/llvm-objdump",
             readelf=f"{tools}/llvm-readelf", cxxfilt=f"{tools}/llvm-cxxfilt",
         )  # fmt: skip
 

@@ -44,8 +44,10 @@ class Executor(ABC):
     """Runs chains of runs; `run` returns each chain's records in the chain's order."""
 
     name: ClassVar[str]
+    #: Whether its runs and builds need a container engine (the native executor's do not).
+    needs_engine: ClassVar[bool] = True
 
-    def __init__(self, client: Client, settings: Settings) -> None:
+    def __init__(self, client: Client | None, settings: Settings) -> None:
         self.client, self.settings = client, settings
 
     @abstractmethod
