@@ -104,7 +104,9 @@ def test_a_to_b_marks_the_changed_kernels_whose_count_moved() -> None:
     assert gather.marked and scan.marked and not any(v.suspect for v in cmp.kernels.values())
     assert gather.baseline_per_launch == 5_433_260 and gather.baseline_spread == 0.0
     assert round(gather.limit_pct, 3) == 0.3  # k x floor: both sides repeat exactly
-    prune = cmp.kernels[_name(PRUNE)]  # its code changed, its count stayed within its pair-list noise
+    prune = cmp.kernels[
+        _name(PRUNE)
+    ]  # its code changed, its count stayed within its pair-list noise
     assert prune.code_changed and prune.movement is Movement.NONE and not prune.marked
 
 
