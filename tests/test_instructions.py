@@ -23,6 +23,7 @@ from orchestrator.parsers.instructions import (
     parse_counter_collection,
 )
 from orchestrator.parsers.ncu import NcuProfile, instruction_counts, parse_ncu_csv
+from orchestrator.report import instructions as instructions_report
 from orchestrator.verdict.compare import category_verdicts
 from orchestrator.verdict.defaults import ALPHA, THRESHOLD_PCT
 from orchestrator.verdict.instructions import Movement, compare_instructions
@@ -158,3 +159,24 @@ def test_rocprofv3_counter_collection_real_sample() -> None:
     assert "--pmc SQ_INSTS" in caught.value.message
     with pytest.raises(UserError, match="no column 'Counter_Value'"):
         parse_counter_collection(text.replace("Counter_Value", "Value"), "x.csv")
+
+
+def test_the_report_shows_counts_beside_time_with_their_own_marker() -> None:
+    cmp = compare_instructions([_counts(r) for r in A], [_counts(r) for r in B], CHANGED)
+    assert cmp is not None
+    text = "\n".join(instructions_report.lines(cmp))
+    first = instructions_report.rows(cmp)[0]
+    assert first[0] == instructions_report.CHANGED and first[1] == GATHER
+    assert first[2:] == ("5,433,260 → 5,538,064", "+1.93% instr", "0.0e+00", "changed")
+    assert "-0.49% instr" in text and "at least 0.3%" in text and "🐢" not in text
+    suspect = compare_instructions([_counts("A-1")], [_counts("B-1")], set())
+    assert suspect is not None
+    assert instructions_report.rows(suspect)[0][0] == instructions_report.INPUT
+    unknown = compare_instructions([_counts("A-1")], [_counts("B-1")])
+    assert unknown is not None and "no codegen diff" in "\n".join(
+        instructions_report.lines(unknown)
+    )
+    data = instructions_report.as_json(cmp)
+    assert (
+        data["kernels"][GATHER]["marker"] == "◆" and data["kernels"][GATHER]["movement"] == "more"
+    )
