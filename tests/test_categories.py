@@ -78,6 +78,7 @@ KERNEL_CASES = [
     ("nbnxn_kernel_ElecEwQSTab_VdwLJCombGeom_VF_cuda", "nbnxm"),
     ("nbnxm_kernel_prune_cuda", "nbnxm"),
     ("nbnxn_kernel_bucket_sci_sort", "nbnxm"),
+    ("gmx::nbnxnKernelBucketSciSort(gmx::GpuPairlist)", "nbnxm"),  # GROMACS 2026.3, CUDA
     ("void nbnxn_gpu_x_to_nbat_x_kernel<true>(int, float3 const*)", "nbnxm"),
     (
         "void pme_spline_and_spread_kernel<4, true, true, true, true, 1>(PmeGpuCudaKernelParams)",

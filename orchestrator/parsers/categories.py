@@ -116,9 +116,9 @@ KERNEL_RULES: tuple[Rule, ...] = (
     Rule("fft", r"(?i)fft", "cuFFT (regular_fft, vector_fft, ...), other FFT libraries"),
     Rule(
         "nbnxm",
-        r"^nbnxmKernel|^NbnxmKernel|^nbfe(Foreign)?Kernel|^nbnxn_kernel|^nbnxm_kernel"
+        r"^nbnx[nm]Kernel|^NbnxmKernel|^nbfe(Foreign)?Kernel|^nbnxn_kernel|^nbnxm_kernel"
         r"|^nbfe_(foreign_)?kernel|^nbnx[nm]_gpu_x_to_nbat_x|^zero_e_fshift$",
-        "nonbonded, prune, sci sort, X->XQ, sum-up, FEP (HIP/CUDA/SYCL/OpenCL, forks)",
+        "nonbonded, prune, sci sort (CUDA 2026: nbnxnKernelBucketSciSort), X->XQ, sum-up, FEP",
     ),
     Rule(
         "nbnxm",

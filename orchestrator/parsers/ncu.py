@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import csv
 import io
+import statistics
 
 from pydantic import BaseModel
 
 from orchestrator.core.errors import UserError
+from orchestrator.parsers.instructions import InstructionCounts, KernelInstructions
 
 #: The metrics this reader sums per kernel, and the unit `--print-units base` gives each.
 TIME, INSTRUCTIONS = "gpu__time_duration.sum", "smsp__inst_executed.sum"
@@ -43,6 +45,11 @@ class NcuKernel(BaseModel):
     time_ns: float
     #: None when the profile did not collect `smsp__inst_executed.sum`.
     instructions: int | None = None
+    #: Median, 10th and 90th percentile of its launches' durations (ns): a kernel's own
+    #: spread inside one run, as a kernel trace gives it on ROCm.
+    median_ns: float | None = None
+    p10_ns: float | None = None
+    p90_ns: float | None = None
 
 
 class NcuProfile(BaseModel):
@@ -72,6 +79,7 @@ def parse_ncu_csv(text: str, source: str) -> NcuProfile:
     time_ns: dict[str, float] = {}
     instructions: dict[str, float] = {}
     launches: dict[str, set[str]] = {}
+    durations: dict[str, list[float]] = {}
     for row, record in enumerate(reader, start=2):
         metric, name = record["Metric Name"], record["Kernel Name"]
         if metric not in UNITS:
@@ -83,6 +91,8 @@ def parse_ncu_csv(text: str, source: str) -> NcuProfile:
         value = _number(record["Metric Value"], source, row)
         target = time_ns if metric == TIME else instructions
         target[name] = target.get(name, 0.0) + value
+        if metric == TIME:
+            durations.setdefault(name, []).append(value)
         launches.setdefault(name, set()).add(record["ID"])
     if not time_ns:
         raise _damaged(source, f"no {TIME} row (was it collected?)")
@@ -93,7 +103,30 @@ def parse_ncu_csv(text: str, source: str) -> NcuProfile:
                 launches=len(launches[name]),
                 time_ns=time_ns[name],
                 instructions=round(instructions[name]) if name in instructions else None,
+                **_deciles(durations[name]),
             )
             for name in sorted(time_ns)
         }
+    )
+
+
+def _deciles(values: list[float]) -> dict[str, float]:
+    """Median, p10 and p90 by linear interpolation (numpy's default), as rocprof's are."""
+    if len(values) < 2:
+        return {"median_ns": values[0], "p10_ns": values[0], "p90_ns": values[0]}
+    cuts = statistics.quantiles(values, n=10, method="inclusive")
+    return {"median_ns": cuts[4], "p10_ns": cuts[0], "p90_ns": cuts[8]}
+
+
+def instruction_counts(profile: NcuProfile) -> InstructionCounts | None:
+    """The profile's executed warp instructions per kernel; None when none were collected."""
+    kernels = {
+        k.name: KernelInstructions(name=k.name, launches=k.launches, instructions=k.instructions)
+        for k in profile.kernels.values()
+        if k.instructions is not None
+    }
+    return (
+        InstructionCounts(source=f"ncu {INSTRUCTIONS}", unit="warp", kernels=kernels)
+        if kernels
+        else None
     )

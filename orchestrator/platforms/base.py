@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from orchestrator.core.settings import Settings
+from orchestrator.parsers.instructions import InstructionCounts
 from orchestrator.parsers.rocprof_compute import CounterSummary
 from orchestrator.parsers.rocprof_sys import SystemTrace
 
@@ -190,9 +191,10 @@ class ProfileOutcome(BaseModel):
     message: str | None = None
     files: list[str] = Field(default_factory=list)
     #: What the tools found, kept in files of their own beside the record (`counters.json`,
-    #: `systrace.json`), not in it.
+    #: `systrace.json`, `instructions.json`), not in it.
     counters: CounterSummary | None = Field(None, exclude=True)
     trace: SystemTrace | None = Field(None, exclude=True)
+    instructions: InstructionCounts | None = Field(None, exclude=True)
 
 
 #: Every run container's first security option: no setuid or file-capability binary in

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrator.report import words
+from orchestrator.report import instructions, words
 from orchestrator.verdict.compare import Comparison
 from orchestrator.verdict.history import Series
 from orchestrator.verdict.judgement import Judgement
@@ -44,6 +44,8 @@ def judgement_json(
     for field in ("categories", "kernels", "metrics"):
         verdicts: dict[str, Verdict] = getattr(cmp, field) if cmp is not None else {}
         out[field] = {k: {**m, **_words(verdicts[k])} for k, m in out[field].items()}
+    counted = cmp.instructions if cmp is not None else None
+    out["instructions"] = instructions.as_json(counted) if counted is not None else None
     return out
 
 

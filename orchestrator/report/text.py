@@ -10,7 +10,7 @@ from orchestrator.codegen.table import summary_lines
 from orchestrator.codegen.targets import targets_line, verdict_note
 from orchestrator.parsers.microbench import parse_bytes
 from orchestrator.parsers.rocprof_sys import SystemTrace
-from orchestrator.report import words
+from orchestrator.report import instructions, words
 from orchestrator.report.counters import render_comparison
 from orchestrator.store.records import RunResult
 from orchestrator.verdict.compare import Comparison
@@ -216,6 +216,8 @@ def render(cmp: Comparison, fmt: Format = "simple") -> str:
     lines += codegen_lines(cmp)
     if cmp.counters is not None:
         lines += [render_comparison(cmp.counters, "github" if fmt == "markdown" else "simple")]
+    if cmp.instructions is not None:
+        lines += instructions.lines(cmp.instructions, style)
     lines += words.findings(cmp)
     ceiling = words.ceiling_line(cmp)
     lines += [ceiling] if ceiling else []

@@ -12,7 +12,9 @@
             .gmxbench-heartbeat            touched by the runner while the run is on
             scheduler.json, .log, .sh      a batch job's end as its scheduler saw it
             counters.json, systrace.json   what rocprof-compute and rocprof-sys found
+            instructions.json              executed instructions per kernel (ncu)
             rocprof/, rocprof-compute/, rocprof-sys/   the profilers' own output
+            ncu/ncu.csv, ncu/app/          Nsight Compute's CSV, its replay's mdrun files
             kernel.json, bandwidth.json, tune_*.json   a microbenchmark's output
         .scheduler/<run id>.sh|.out        a batch job's script and output until it ends
         .asm/<candidate group>.json        a bench's changed kernels' code diffs
@@ -54,6 +56,10 @@ SCHEDULER_FILE, SCHEDULER_LOG, SCHEDULER_SCRIPT = "scheduler.json", "scheduler.l
 COUNTERS_FILE, SYSTRACE_FILE = "counters.json", "systrace.json"
 #: Where rocprofv3 (`--profile=trace`), rocprof-compute and rocprof-sys write in a run.
 TRACE_DIR, COUNTERS_DIR, SYSTRACE_DIR = "rocprof", "rocprof-compute", "rocprof-sys"
+#: Executed instructions per kernel (`parsers.instructions.InstructionCounts`).
+INSTRUCTIONS_FILE = "instructions.json"
+#: Nsight Compute's folder in a run (CUDA `--profile=trace`), and its CSV (`--log-file`).
+NCU_DIR, NCU_CSV = "ncu", "ncu.csv"
 #: What a microbenchmark writes in its run directory (`runs.microbench_runs`, in the image).
 BANDWIDTH_FILE, USER_KERNEL_FILE = "bandwidth.json", "kernel.json"
 TUNE_CACHE_FILE, TUNE_META_FILE = "tune_cache.json", "tune_meta.json"

@@ -19,6 +19,7 @@ from orchestrator.core.events import Caution, Emit, ignore
 from orchestrator.core.files import DamagedRecord, read_model, write_atomic
 from orchestrator.parsers import detect
 from orchestrator.parsers.breakdown import Breakdown
+from orchestrator.parsers.instructions import InstructionCounts
 from orchestrator.parsers.mdlog import parse_mdlog
 from orchestrator.parsers.rocprof_compute import CounterSummary
 from orchestrator.parsers.rocprof_sys import SystemTrace
@@ -31,6 +32,7 @@ from orchestrator.store.layout import (
     COUNTERS_FILE,
     DEFFNM,
     HEARTBEAT_FILE,
+    INSTRUCTIONS_FILE,
     LOG_NAMES,
     RESULT_FILE,
     SCHEDULER_FILE,
@@ -55,12 +57,14 @@ class Status:
 @dataclass
 class Run:
     """A run as compare reads it: its directory, its record, its breakdown and, from
-    `--profile=counters`, its hardware counters per kernel."""
+    `--profile=counters`, its hardware counters per kernel; from a profiler that counts
+    them, its executed instructions per kernel."""
 
     path: Path
     result: RunResult
     breakdown: Breakdown | None
     counters: CounterSummary | None = None
+    instructions: InstructionCounts | None = None
 
 
 def log_file(run_dir: Path) -> Path | None:
@@ -179,6 +183,17 @@ class RunStore:
             write_atomic(run_dir / COUNTERS_FILE, outcome.counters.model_dump_json(indent=2))
         if outcome.trace is not None:
             write_atomic(run_dir / SYSTRACE_FILE, outcome.trace.model_dump_json(indent=2))
+        if outcome.instructions is not None:
+            text = outcome.instructions.model_dump_json(indent=2)
+            write_atomic(run_dir / INSTRUCTIONS_FILE, text)
+
+    @staticmethod
+    def instructions(run_dir: Path) -> InstructionCounts | None:
+        path = run_dir / INSTRUCTIONS_FILE
+        if not path.exists():
+            return None
+        fix = f"Delete it to compare {run_dir.name} without instruction counts, or run it again."
+        return read_model(path, InstructionCounts, "an instruction count", fix)
 
     @staticmethod
     def system_trace(run_dir: Path) -> SystemTrace | None:
@@ -288,7 +303,7 @@ class RunStore:
     def _run(self, path: Path, result: RunResult) -> Run:
         if result.schema_version < 2 and (log := log_file(path)) is not None:
             result.energies = parse_mdlog(log).energies  # recorded before schema 2
-        return Run(path, result, self.breakdown(path), self.counters(path))
+        return Run(path, result, self.breakdown(path), self.counters(path), self.instructions(path))
 
 
 CLEAN_HINT = (

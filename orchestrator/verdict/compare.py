@@ -26,6 +26,7 @@ from orchestrator.verdict.busy import no_verdict, screen
 from orchestrator.verdict.controlled import Controlled, controlled_for
 from orchestrator.verdict.counter_compare import CounterComparison
 from orchestrator.verdict.defaults import ALPHA, THRESHOLD_PCT
+from orchestrator.verdict.instructions import InstructionComparison
 from orchestrator.verdict.model import Direction, TooBusy, Verdict
 from orchestrator.verdict.verdicts import adjust_for_many_categories, verdict
 
@@ -152,6 +153,8 @@ class Comparison(BaseModel):
     ceiling: Ceiling | None = None
     #: rocprof-compute's counters of the top kernels side by side, when both sides have them.
     counters: CounterComparison | None = None
+    #: Executed instructions per kernel, when every run of both sides counted them.
+    instructions: InstructionComparison | None = None
     #: Each changed kernel (CPU: category) judged raw and against the unchanged kernels
     #: measured in the same runs (`verdict.controlled`); keyed like `kernels` (`categories`).
     controlled: dict[str, Controlled] = Field(default_factory=dict)

@@ -1,0 +1,1 @@
+"""CUDA (placeholder: the platform folder comes from another branch)."""
