@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestrator.codegen.model import Codegen, KernelCode
+from orchestrator.codegen.model import Codegen, KernelCode, is_gpu_arch
 from orchestrator.parsers.categories import CATEGORIES
 
 Pair = tuple[int | None, int | None]
@@ -30,7 +30,9 @@ Pair = tuple[int | None, int | None]
 
 class KernelDelta(BaseModel):
     """One kernel whose code differs between the baseline and the candidate, with its
-    resource counts (each a pair: baseline's, candidate's)."""
+    resource counts (each a pair: baseline's, candidate's). On NVIDIA, `vgprs` are the
+    registers per thread, `lds_bytes` the shared memory, `scratch_bytes` the stack frame
+    plus local memory, and `spills` unknown (ptxas spills into the stack frame)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -199,12 +201,12 @@ def _kernel_delta(key: str, base: KernelCode, cand: KernelCode) -> KernelDelta:
         unit=cand.unit,
         arch=cand.arch,
         instructions=(base.instructions, cand.instructions),
-        vgprs=_pair(base, cand, "vgprs"),
+        vgprs=_pair(base, cand, "thread_registers"),
         sgprs=_pair(base, cand, "sgprs"),
         agprs=_pair(base, cand, "agprs"),
-        spills=(base.spills if base.vgpr_spills is not None else None, cand.spills),
-        scratch_bytes=_pair(base, cand, "scratch_bytes"),
-        lds_bytes=_pair(base, cand, "lds_bytes"),
+        spills=_pair(base, cand, "spills"),
+        scratch_bytes=_pair(base, cand, "private_bytes"),
+        lds_bytes=_pair(base, cand, "group_bytes"),
         occupancy=_pair(base, cand, "occupancy"),
         classes=classes,
     )
@@ -273,7 +275,7 @@ def _diff_views(baseline: Codegen, candidate: Codegen, arch: str) -> CodegenDiff
         baseline=baseline.build or "baseline",
         candidate=candidate.build or "candidate",
         arch=arch,
-        gpu=arch.startswith("gfx"),
+        gpu=is_gpu_arch(arch),
         categories={
             c: CategoryDiff(
                 category=c,

@@ -25,6 +25,7 @@ from orchestrator.codegen.diff import (
     Pair,
     short_name,
 )
+from orchestrator.codegen.table import headers as vendor_headers
 from orchestrator.codegen.targets import verdict_note
 from orchestrator.parsers.categories import base_name, strip_kernel_suffix
 from orchestrator.report import words
@@ -116,7 +117,7 @@ def _view(view: BenchCodegen, n: int) -> str:
     d = cmp.codegen
     assert d is not None
     ctl = cmp.controlled  # keyed like `kernels` (CPU: like `categories`)
-    headers = HEADERS + (CONTROLLED if ctl else [])
+    headers = vendor_headers(HEADERS, d.arch) + (CONTROLLED if ctl else [])
     kept = {k.key: k for k in asm.kernels} if asm is not None else {}
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
     rows: list[str] = []

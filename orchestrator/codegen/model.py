@@ -3,9 +3,9 @@
 The probe (`payloads/codegen_probe.py`) runs inside the image and prints JSON;
 :func:`parse_probe_output` turns it into a :class:`Codegen`, adding each function's
 category (the same categorizer as kernel traces, or :data:`CPU_RULES` for x86 symbols)
-and, for AMDGPU kernels, the occupancy by LLVM's rules
-(:mod:`orchestrator.parsers.occupancy`). :func:`probe_argv` builds the container command
-line. A Codegen is saved as ``codegen.json`` with the image.
+and the occupancy: for AMDGPU kernels by LLVM's rules, for NVIDIA kernels the warps per
+SM their registers allow (both :mod:`orchestrator.parsers.occupancy`). :func:`probe_argv`
+builds the container command line. A Codegen is saved as ``codegen.json`` with the image.
 
 Functions are keyed by mangled name; when one name occurs more than once (several
 offload architectures, or an inline template kernel emitted by two units) the key gets
@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from orchestrator.core.errors import UserError
 from orchestrator.core.settings import CHOICES
 from orchestrator.parsers.categories import base_name, classify
-from orchestrator.parsers.occupancy import occupancy_detail
+from orchestrator.parsers.occupancy import occupancy_detail, register_warps
 from orchestrator.payloads import codegen_probe
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "KernelCode",
     "category_of",
     "cpu_classify",
+    "is_gpu_arch",
     "load_codegen",
     "parse_probe_output",
     "probe_argv",
@@ -68,7 +69,7 @@ class KernelCode(BaseModel):
     category: str
     category_known: bool
     unit: str  # source unit (object path without CMake's dir), or the library for CPU
-    arch: str  # gfx1201, x86_64
+    arch: str  # gfx1201, sm_90, x86_64
     code_object: str
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")  # of the normalised instruction text
     instructions: int = Field(ge=0)
@@ -84,12 +85,39 @@ class KernelCode(BaseModel):
     max_flat_workgroup_size: int | None = None
     wgp_mode: bool | None = None
     dynamic_stack: bool | None = None
-    occupancy: int | None = None  # waves per SIMD by LLVM's rules
-    occupancy_limiter: str | None = None  # vgprs, sgprs, lds or none
+    # NVIDIA (cuobjdump -res-usage): per thread, and shared per block
+    registers: int | None = None
+    stack_bytes: int | None = None  # the call stack frame, where ptxas spills registers
+    local_bytes: int | None = None  # local memory outside the stack frame
+    shared_bytes: int | None = None  # static shared memory
+    constant_bytes: int | None = None  # constant bank 0: parameters and driver words
+    #: AMDGPU: waves per SIMD by LLVM's rules; NVIDIA: warps per SM by registers alone
+    occupancy: int | None = None
+    occupancy_limiter: str | None = None  # vgprs, sgprs, lds, registers or none
 
     @property
-    def spills(self) -> int:
+    def spills(self) -> int | None:
+        """AMDGPU spill counts; None where the notes give none (NVIDIA: see stack)."""
+        if self.vgpr_spills is None and self.sgpr_spills is None:
+            return None
         return (self.vgpr_spills or 0) + (self.sgpr_spills or 0)
+
+    @property
+    def thread_registers(self) -> int | None:
+        """Registers per thread: AMDGPU VGPRs, NVIDIA registers."""
+        return self.vgprs if self.registers is None else self.registers
+
+    @property
+    def group_bytes(self) -> int | None:
+        """Static memory per workgroup/block: AMDGPU LDS, NVIDIA shared memory."""
+        return self.lds_bytes if self.shared_bytes is None else self.shared_bytes
+
+    @property
+    def private_bytes(self) -> int | None:
+        """Memory per thread: AMDGPU scratch, NVIDIA stack frame plus local memory."""
+        if self.stack_bytes is None and self.local_bytes is None:
+            return self.scratch_bytes
+        return (self.stack_bytes or 0) + (self.local_bytes or 0)
 
 
 class CodeObject(BaseModel):
@@ -161,9 +189,14 @@ def cpu_classify(name: str) -> tuple[str, bool]:
     return "other", False
 
 
+def is_gpu_arch(arch: str) -> bool:
+    """An AMDGPU (gfx1201) or NVIDIA (sm_90) target, not the host's (x86_64)."""
+    return arch.startswith(("gfx", "sm_"))
+
+
 def category_of(name: str, demangled: str | None, arch: str) -> tuple[str, bool]:
     """GPU kernels by the kernel-trace categorizer, x86 functions by :data:`CPU_RULES`."""
-    if arch.startswith("gfx"):
+    if is_gpu_arch(arch):
         return classify(name)
     return cpu_classify(demangled or name)
 
@@ -207,6 +240,10 @@ def _kernel(record: dict[str, Any]) -> KernelCode:
         )
         if detail is not None:
             fields.update(occupancy=detail.waves, occupancy_limiter=detail.limiter)
+    if record.get("kind") == "kernel" and record.get("registers") is not None:
+        warps = register_warps(str(record["arch"]), int(record["registers"]))
+        if warps is not None:
+            fields.update(occupancy=warps, occupancy_limiter="registers")
     return KernelCode.model_validate(fields)
 
 
@@ -219,26 +256,30 @@ def _damaged(source: str, what: str) -> UserError:
     )
 
 
+#: The platform whose images each probe mode reads, when the caller does not say.
+DEFAULT_PLATFORM = {"gpu": "rocm", "sass": "cuda", "cpu": "cpu"}
+
+
 def parse_probe_output(
     text: str, *, source: str, build: str | None = None, platform: str | None = None
 ) -> Codegen:
     """The probe's stdout -> Codegen; a clear UserError naming `source` if damaged.
 
-    `platform` is the build's (its record says); without it, device code is taken for ROCm
-    and host code for the CPU, the two platforms whose images the probe read first.
+    `platform` is the build's (its record says); without it, the probe's mode says
+    (:data:`DEFAULT_PLATFORM`).
     """
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
         cut = " (cut short)" if text.strip() and not text.rstrip().endswith("}") else ""
         raise _damaged(source, f"not JSON{cut}: {exc.msg} at character {exc.pos}") from None
-    if not isinstance(raw, dict) or raw.get("mode") not in ("gpu", "cpu"):
-        raise _damaged(source, 'no "mode" of gpu or cpu at the top level')
+    if not isinstance(raw, dict) or raw.get("mode") not in DEFAULT_PLATFORM:
+        raise _damaged(source, 'no "mode" of gpu, sass or cpu at the top level')
     if raw.get("schema") != codegen_probe.SCHEMA:
         raise _damaged(
             source, f"probe schema {raw.get('schema')!r}, expected {codegen_probe.SCHEMA}"
         )
-    platform = platform or ("rocm" if raw["mode"] == "gpu" else "cpu")
+    platform = platform or DEFAULT_PLATFORM[raw["mode"]]
     try:
         records = list(raw["functions"])
         kernels = [_kernel(r) for r in records]
@@ -291,10 +332,11 @@ def probe_source() -> str:
 
 
 def probe_argv(
-    mode: Literal["gpu", "cpu", "asm"],
+    mode: Literal["gpu", "sass", "cpu", "asm"],
     target: str,
     *,
-    objdump: str,
+    objdump: str | None = None,
+    cuobjdump: str | None = None,
     readelf: str | None = None,
     nm: str | None = None,
     cxxfilt: str | None = None,
@@ -303,10 +345,16 @@ def probe_argv(
     arch: str | None = None,
     pattern: str | None = None,
 ) -> list[str]:
-    """``python3 -c <probe> MODE ...``: the command to run in a container of the image."""
-    argv = ["python3", "-c", probe_source(), mode, "--objdump", objdump]
-    options = {"--readelf": readelf, "--nm": nm, "--cxxfilt": cxxfilt, "--unit": unit}
-    options.update({"--arch": arch, "--pattern": pattern})
+    """``python3 -c <probe> MODE ...``: the command to run in a container of the image.
+
+    `objdump` reads AMDGPU and x86 code, `cuobjdump` NVIDIA's (``sass``; ``asm`` takes either).
+    """
+    if not {"sass": cuobjdump, "asm": objdump or cuobjdump}.get(mode, objdump):
+        raise ValueError(f"{mode} needs {'cuobjdump' if mode == 'sass' else 'objdump'}")
+    argv = ["python3", "-c", probe_source(), mode]
+    options = {"--objdump": objdump, "--cuobjdump": cuobjdump, "--readelf": readelf,
+               "--nm": nm, "--cxxfilt": cxxfilt, "--unit": unit, "--arch": arch,
+               "--pattern": pattern}  # fmt: skip
     for flag, value in options.items():
         if value is not None:
             argv += [flag, value]

@@ -46,6 +46,15 @@ def _arrow(pair: Pair) -> str:
 
 HEADERS = ["category", "kernel", "instr", "Δinstr", "VGPR", "SGPR", "spills", "scratch",
            "LDS", "occupancy", "note"]  # fmt: skip
+#: NVIDIA's words for the same columns (`KernelDelta` says which counts they hold).
+NVIDIA_WORDS = {"VGPR": "REG", "scratch": "stack+local", "LDS": "shared",
+                "occupancy": "warps/SM"}  # fmt: skip
+
+
+def headers(names: list[str], arch: str | None) -> list[str]:
+    """`names` in the words of `arch`'s vendor."""
+    nvidia = (arch or "").startswith("sm_")
+    return [NVIDIA_WORDS.get(n, n) if nvidia else n for n in names]
 
 
 def render(d: CodegenDiff, fmt: Format = "simple", limit: int = 40, note: bool = True) -> str:
@@ -65,7 +74,9 @@ def render(d: CodegenDiff, fmt: Format = "simple", limit: int = 40, note: bool =
                 _arrow(k.lds_bytes), _arrow(k.occupancy), k.note(),
             ])  # fmt: skip
         table = tabulate(
-            rows, headers=HEADERS, tablefmt="github" if fmt == "markdown" else "simple"
+            rows,
+            headers=headers(HEADERS, d.arch),
+            tablefmt="github" if fmt == "markdown" else "simple",
         )
         lines.append(table)
         if len(d.changed) > limit:

@@ -200,3 +200,33 @@ def occupancy(
         max_flat_workgroup_size=max_flat_workgroup_size, wgp_mode=wgp_mode,
     )  # fmt: skip
     return None if detail is None else detail.waves
+
+
+# --- NVIDIA ------------------------------------------------------------------------------
+
+#: Resident warps per SM by compute capability (CUDA C++ Programming Guide, "Compute
+#: Capabilities", table "Technical Specifications per Compute Capability"). Every one of
+#: them has 64K 32-bit registers per SM, at most 255 per thread.
+NVIDIA_MAX_WARPS: dict[str, int] = {
+    "sm_70": 64, "sm_72": 64, "sm_75": 32, "sm_80": 64, "sm_86": 48, "sm_87": 48,
+    "sm_89": 48, "sm_90": 64, "sm_100": 64, "sm_103": 64, "sm_120": 48,
+}  # fmt: skip
+NVIDIA_REGISTERS_PER_SM = 65536
+NVIDIA_REGISTER_UNIT = 256  # registers are allocated to a warp in units of 256
+NVIDIA_WARP_GRANULE = 4  # warps by registers are counted in fours (one per SM partition)
+
+
+def register_warps(arch: str, registers: int) -> int | None:
+    """Warps per SM a kernel's registers per thread allow (None: an arch not in the table).
+
+    The register limit of NVIDIA's CUDA Occupancy Calculator for an unknown block size:
+    ``floor(65536 / roundup(registers * 32, 256) / 4) * 4``, at most the arch's resident
+    warps. Only this limit: the block size, shared memory per block and blocks per SM,
+    which can lower the occupancy further, are not in the SASS.
+    """
+    max_warps = NVIDIA_MAX_WARPS.get(arch.split(":", 1)[0].rstrip("af"))
+    if max_warps is None:
+        return None
+    per_warp = _align(max(registers, 1) * 32, NVIDIA_REGISTER_UNIT)
+    by_registers = NVIDIA_REGISTERS_PER_SM // per_warp // NVIDIA_WARP_GRANULE * NVIDIA_WARP_GRANULE
+    return min(by_registers, max_warps)

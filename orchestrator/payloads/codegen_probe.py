@@ -14,7 +14,11 @@ Modes::
         non-inlined device function, with the sha256 of its normalised code, instruction
         counts by class and (kernels) the resource counts of the ``amdhsa.kernels`` notes;
         per code object its code-object version (the ELF header's ABI version byte).
-    asm --objdump P DIR|LIB NAME [--unit U] [--arch A] [--nm P]
+    sass --cuobjdump P [--cxxfilt P] DIR
+        every CUDA object (``*.o``, ``*.cubin``) under DIR, by ``cuobjdump -sass`` and
+        ``-res-usage``: one record per function of each ELF (``code for sm_NN``), with the
+        sha256 of its normalised SASS, instruction classes and its resources.
+    asm (--objdump P | --cuobjdump P) DIR|LIB NAME [--unit U] [--arch A] [--nm P]
         the normalised text of one function (GPU code objects under DIR, or x86 in LIB).
     cpu --objdump P --nm P [--cxxfilt P] [--pattern REGEX] LIB
         the same for the hot x86 functions of a shared library (symbol table + disassembly).
@@ -24,11 +28,15 @@ encodings, comments, ``<symbol+offset>`` annotations and label lines go; so do t
 alignment ``s_nop``/``s_code_end``, and values that only say where code or data landed
 (AMDGPU pc-relative literals after ``s_getpc_b64``, x86 branch/call targets and
 ``%rip`` displacements), so that a change in one function does not dirty its neighbours.
+SASS: ``/*addr*/`` and encodings go, so do the trailing ``BRA`` self-loop and ``NOP``
+padding; branch targets become ``.L<n>`` (the n-th instruction of the function), which
+also renumbers nvdisasm's ``.L_x_N`` labels, numbered across the whole ELF.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import concurrent.futures
 import hashlib
 import json
@@ -374,21 +382,24 @@ def read_code_object_version(path: str) -> int | None:
         return None
 
 
-def find_code_objects(root: str) -> list[tuple[str, str, str]]:
-    """(path, unit, arch) of every code object under root, sorted by path.
+def unit_of(root: str, path: str) -> str:
+    """The object's path relative to root without ``.o``/``.cubin`` and without CMake's
+    ``CMakeFiles/<target>.dir/`` part: ``src/gromacs/ewald/pme_solve_hip.cpp``."""
+    unit = CMAKE_DIR.sub(r"\1", os.path.relpath(path, root).replace(os.sep, "/"))
+    for suffix in (".o", ".cubin"):
+        unit = unit[: -len(suffix)] if unit.endswith(suffix) else unit
+    return unit
 
-    The unit is the object's path relative to root without ``.o`` and without CMake's
-    ``CMakeFiles/<target>.dir/`` part: ``src/gromacs/ewald/pme_solve_hip.cpp``.
-    """
+
+def find_code_objects(root: str) -> list[tuple[str, str, str]]:
+    """(path, unit, arch) of every AMDGPU code object under root, sorted by path."""
     found = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
         for filename in sorted(filenames):
             m = CODE_OBJECT.match(filename)
             if m:
-                rel = os.path.relpath(os.path.join(dirpath, m.group("obj")), root)
-                unit = CMAKE_DIR.sub(r"\1", rel.replace(os.sep, "/"))
-                unit = unit[:-2] if unit.endswith(".o") else unit
+                unit = unit_of(root, os.path.join(dirpath, m.group("obj")))
                 found.append((os.path.join(dirpath, filename), unit, m.group("arch")))
     return found
 
@@ -460,14 +471,23 @@ def gpu_mode(args: argparse.Namespace) -> Record:
             found, info = code_object_records(rel, unit, arch, notes, disasm, version)
             records += found
             summary.append(info)
-    names = demangle_all(args.cxxfilt, (str(r["name"]) for r in records))
+    tools = {"objdump": tool_version(args.objdump), "readelf": tool_version(args.readelf)}
+    return device_result("gpu", tools, summary, records, args.cxxfilt, start)
+
+
+def device_result(
+    mode: str, tools: dict[str, str], summary: list[Record], records: list[Record],
+    cxxfilt: str | None, start: float,
+) -> Record:  # fmt: skip
+    """The JSON of a device-code mode, each record with its demangled name."""
+    names = demangle_all(cxxfilt, (str(r["name"]) for r in records))
     for record in records:
         record["demangled"] = names.get(str(record["name"]))
     return {
         "schema": SCHEMA,
-        "mode": "gpu",
-        "tools": {"objdump": tool_version(args.objdump), "readelf": tool_version(args.readelf)},
-        "archs": sorted({arch for _p, _u, arch in objects}),
+        "mode": mode,
+        "tools": tools,
+        "archs": sorted({str(info["arch"]) for info in summary}),
         "code_objects": summary,
         "functions": records,
         "elapsed_s": round(time.time() - start, 3),
@@ -571,6 +591,203 @@ def cpu_mode(args: argparse.Namespace) -> Record:
     }
 
 
+# --- sass mode ------------------------------------------------------------------------------
+
+SASS_CLASSES = ("fp32", "fp64", "int", "uniform", "global", "shared", "local", "constant",
+                "control", "sync", "move", "other")  # fmt: skip
+# Opcode families (the opcode before its first "."), by class; U* not listed: uniform.
+# HFMA2.MMA is how ptxas moves a constant into a register (-RZ, RZ, imm): a move.
+_SASS_OPS = {
+    op: cls
+    for cls, ops in (
+        ("fp32", "FADD FMUL FFMA FMNMX FSEL FSET FSETP FCHK FRND FSWZADD MUFU FADD32I FMUL32I"
+                 " FFMA32I HADD2 HMUL2 HFMA2 HSETP2 HSET2 HMNMX2"),
+        ("fp64", "DADD DMUL DFMA DSETP DSET DMNMX"),
+        ("int", "IADD IADD3 IADD32I IMAD IMUL IMNMX IABS ISETP ISET LEA LOP LOP3 LOP32I SHF SHL"
+                " SHR SEL PRMT POPC FLO BREV BMSK SGXT VIADD VIADDMNMX VIMNMX IDP PLOP3 PSETP"),
+        ("global", "LDG STG LD ST RED REDG ATOM ATOMG LDGSTS LDGDEPBAR CCTL"),
+        ("shared", "LDS STS ATOMS LDSM"),
+        ("local", "LDL STL"),
+        ("constant", "LDC"),
+        ("control", "BRA BRX JMP JMX CALL RET EXIT BSSY BSYNC BREAK BPT KILL YIELD NOP BMOV"),
+        ("sync", "BAR MEMBAR DEPBAR WARPSYNC ERRBAR NANOSLEEP ENDCOLLECTIVE SHFL VOTE VOTEU"
+                 " MATCH REDUX ELECT ARRIVES"),
+        ("move", "MOV MOV32I S2R CS2R R2P P2R F2I I2F I2FP F2F F2FP I2I S2UR R2UR"),
+    )
+    for op in ops.split()
+}  # fmt: skip
+SASS_FIELDS = {"REG": "registers", "STACK": "stack_bytes", "SHARED": "shared_bytes",
+               "LOCAL": "local_bytes", "CONSTANT[0]": "constant_bytes"}  # fmt: skip
+_SASS_CODE_FOR = re.compile(r"^\s*code for (sm_\w+)\s*$")
+_SASS_FUNCTION = re.compile(r"^\s*Function : (\S+)\s*$")
+_SASS_INSN = re.compile(r"^\s*/\*(?P<addr>[0-9a-f]+)\*/\s*(?P<text>[^;]*?)\s*;")
+_SASS_LABEL = re.compile(r"^\s*(\.L_\w+):")
+_SASS_PRED = re.compile(r"^@!?U?P[0-9T]+ ")
+_SASS_TARGET = re.compile(r"^(?P<op>(?:@!?U?P[0-9T]+ )?(?:BRA|BSSY|CALL|JMP|SSY|PBK|PCNT)\b.*?)"
+                          r"(?:(?P<addr>0x[0-9a-f]+)|`\((?P<label>\.L_\w+)\))$")  # fmt: skip
+_RES_ARCH = re.compile(r"^arch = (sm_\w+)")
+_RES_FUNCTION = re.compile(r"^\s*Function (\S+?):?\s*$")
+_RES_VALUE = re.compile(r"([A-Z]+(?:\[\d+\])?):(\d+)")
+
+
+def sass_class(text: str) -> str:
+    """Instruction class of one normalised SASS line (see SASS_CLASSES)."""
+    opcode = _SASS_PRED.sub("", text).split(" ", 1)[0]
+    if opcode == "HFMA2.MMA":
+        return "move"
+    family = opcode.split(".", 1)[0]
+    return _SASS_OPS.get(family) or ("uniform" if family.startswith("U") else "other")
+
+
+def sass_normalise(lines: list[str]) -> list[str]:
+    """Raw lines of one ``Function :`` (cuobjdump or nvdisasm) -> normalised SASS lines.
+
+    Addresses and encodings go; branch targets (function-relative addresses in
+    cuobjdump, ``.L_x_N`` labels numbered across the ELF in nvdisasm) become ``.L<n>``,
+    the index of the instruction they point at; the final self-branch and NOP padding go.
+    """
+    code: list[tuple[int, str]] = []
+    labels: dict[str, int] = {}
+    for raw in lines:
+        label = _SASS_LABEL.match(raw)
+        if label:
+            labels[label.group(1)] = len(code)
+        m = _SASS_INSN.match(raw)
+        if m:
+            code.append((int(m.group("addr"), 16), SPACES.sub(" ", m.group("text"))))
+    while code and code[-1][1] == "NOP":
+        code.pop()
+    index = {addr: n for n, (addr, _text) in enumerate(code)}
+    out = []
+    for n, (_addr, text) in enumerate(code):
+        m = _SASS_TARGET.match(text)
+        if m:
+            where = labels.get(m.group("label") or "", index.get(int(m.group("addr") or "-1", 16)))
+            if where == n == len(code) - 1 and text.startswith("BRA "):
+                break  # the self-loop after the last EXIT
+            text = m.group("op") + (".L?" if where is None else f".L{where}")
+        out.append(text)
+    return out
+
+
+def sass_blocks(text: str) -> Iterator[tuple[str, list[tuple[str, list[str]]]]]:
+    """(arch, [(function, raw lines)]) per ELF (``code for sm_NN``) of ``cuobjdump -sass``."""
+    arch: str | None = None
+    functions: list[tuple[str, list[str]]] = []
+    for line in text.splitlines():
+        m = _SASS_CODE_FOR.match(line)
+        if m:
+            if arch is not None:
+                yield arch, functions
+            arch, functions = m.group(1), []
+            continue
+        m = _SASS_FUNCTION.match(line)
+        if m and arch is not None:
+            functions.append((m.group(1), []))
+        elif functions:
+            functions[-1][1].append(line)
+    if arch is not None:
+        yield arch, functions
+
+
+def parse_res_usage(text: str) -> list[tuple[str, dict[str, dict[str, int]]]]:
+    """(arch, {function: {REG: n, STACK: n, …}}) per ELF of ``cuobjdump -res-usage``."""
+    found: list[tuple[str, dict[str, dict[str, int]]]] = []
+    arch, name = "", None
+    for line in text.splitlines():
+        m = _RES_ARCH.match(line)
+        arch = m.group(1) if m else arch
+        if line.startswith("Resource usage:"):
+            found.append((arch, {}))
+            name = None
+        elif found and _RES_FUNCTION.match(line):
+            name = line.split()[1].rstrip(":")
+        elif found and name is not None and _RES_VALUE.search(line):
+            found[-1][1][name] = {k: int(v) for k, v in _RES_VALUE.findall(line)}
+            name = None
+    return found
+
+
+def sass_records(
+    rel: str, unit: str, sass_text: str, res_text: str
+) -> tuple[list[Record], list[Record]]:
+    """Records of one CUDA object's functions, and a summary per ELF, from its
+    ``cuobjdump -sass`` and ``-res-usage`` texts (the n-th ELF of one is the other's n-th).
+
+    A file with several ELFs of one arch (a linked library, not a build's object) names
+    each ``<rel>#<n>``, its unit ``<unit>#<n>``, so equal names stay apart. A function
+    that reaches EXIT is a kernel; a non-inlined device function (``-rdc``) returns.
+    """
+    elves = list(sass_blocks(sass_text))
+    resources = parse_res_usage(res_text)
+    seen = collections.Counter(arch for arch, _functions in elves)
+    records: list[Record] = []
+    summary: list[Record] = []
+    nth: dict[str, int] = {}
+    for i, (arch, functions) in enumerate(elves):
+        nth[arch] = nth.get(arch, -1) + 1
+        tag = f"#{nth[arch]}" if seen[arch] > 1 else ""
+        res_arch, res = resources[i] if i < len(resources) else (arch, {})
+        res = res if res_arch in (arch, "") else {}
+        for name, body in functions:
+            code = sass_normalise(body)
+            exits = any(_SASS_PRED.sub("", t).startswith("EXIT") for t in code)
+            kind = "kernel" if exits else "function"
+            record: Record = dict(
+                name=name, kind=kind, unit=unit + tag, arch=arch, code_object=rel + tag
+            )
+            record.update(sha256=digest(code), instructions=len(code))
+            record["classes"] = count_classes(code, lambda op, rest: sass_class(f"{op} {rest}"))
+            usage = res.get(name, {})
+            record.update({field: usage.get(key) for key, field in SASS_FIELDS.items()})
+            records.append(record)
+        info: Record = dict(
+            path=rel + tag, unit=unit + tag, arch=arch, target=arch, functions=len(functions)
+        )
+        info["kernels_without_code"] = sorted(set(res) - {name for name, _body in functions})
+        summary.append(info)
+    return records, summary
+
+
+def find_cuda_objects(root: str) -> list[tuple[str, str]]:
+    """(path, unit) of every ``*.o`` and ``*.cubin`` under root, sorted by path."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        paths = [os.path.join(dirpath, f) for f in sorted(filenames)]
+        found += [(p, unit_of(root, p)) for p in paths if p.endswith((".o", ".cubin"))]
+    return found
+
+
+def sass_dump(cuobjdump: str, path: str, what: str = "-sass") -> str:
+    """``cuobjdump -sass`` (or `what`) of one object; "" for a host-only object."""
+    code, out, err = try_run([cuobjdump, what, path])
+    if code != 0 and "does not contain device code" not in out + err:
+        fail(f"{cuobjdump} {what} {path} failed ({code}): {err.strip()[-800:]}")
+    return out if code == 0 else ""
+
+
+def sass_mode(args: argparse.Namespace) -> Record:
+    start = time.time()
+    records: list[Record] = []
+    summary: list[Record] = []
+    workers = max(1, min(4, os.cpu_count() or 1))
+    objects = find_cuda_objects(args.dir)
+
+    def dumps(obj: tuple[str, str]) -> tuple[str, str, str, str]:
+        sass, res = (sass_dump(args.cuobjdump, obj[0], what) for what in ("-sass", "-res-usage"))
+        return obj[0], obj[1], sass, res
+
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        for path, unit, sass, res in pool.map(dumps, objects):
+            rel = os.path.relpath(path, args.dir).replace(os.sep, "/")
+            found, info = sass_records(rel, unit, sass, res)
+            records += found
+            summary += info
+    tools = {"cuobjdump": tool_version(args.cuobjdump)}
+    return device_result("sass", tools, summary, records, args.cxxfilt, start)
+
+
 # --- asm mode -------------------------------------------------------------------------------
 
 
@@ -580,12 +797,20 @@ def asm_found(args: argparse.Namespace) -> dict[str, list[tuple[str, list[str]]]
     wanted = set(args.name)
     found: dict[str, list[tuple[str, list[str]]]] = {name: [] for name in args.name}
     if os.path.isfile(args.target):
-        if not args.nm:
-            fail("asm on a library needs --nm")
+        if not (args.nm and args.objdump):
+            fail("asm on a library needs --objdump and --nm")
         args.lib = args.target
         for mangled, demangled, body in cpu_functions(args, only=wanted):
             key = mangled if mangled in wanted else demangled
             found[key or mangled].append(("x86_64", cpu_normalise(body, mangled)))
+    elif os.path.isdir(args.target) and args.cuobjdump:
+        for path, unit in find_cuda_objects(args.target):
+            if args.unit and unit != args.unit:
+                continue
+            for arch, functions in sass_blocks(sass_dump(args.cuobjdump, path)):
+                for name, body in functions:
+                    if name in wanted and (not args.arch or arch == args.arch):
+                        found[name].append((unit + " " + arch, sass_normalise(body)))
     elif os.path.isdir(args.target):
         for path, unit, arch in find_code_objects(args.target):
             if (args.unit and unit != args.unit) or (args.arch and arch != args.arch):
@@ -622,7 +847,17 @@ def main(argv: list[str] | None = None) -> int:
     modes = {
         "gpu": ("--objdump!", "--readelf!", "--cxxfilt", "dir"),
         "cpu": ("--objdump!", "--nm!", "--cxxfilt", "--pattern", "lib"),
-        "asm": ("--objdump!", "--nm", "--cxxfilt", "--unit", "--arch", "target", "name+"),
+        "sass": ("--cuobjdump!", "--cxxfilt", "dir"),
+        "asm": (
+            "--objdump",
+            "--cuobjdump",
+            "--nm",
+            "--cxxfilt",
+            "--unit",
+            "--arch",
+            "target",
+            "name+",
+        ),
     }
     for mode, options in modes.items():
         mode_parser = sub.add_parser(mode)
@@ -635,10 +870,14 @@ def main(argv: list[str] | None = None) -> int:
                 mode_parser.add_argument(option)
     sub.choices["cpu"].set_defaults(pattern=DEFAULT_CPU_PATTERN)
     args = parser.parse_args(argv)
-    need(*(getattr(args, tool, None) for tool in ("objdump", "readelf", "nm", "cxxfilt")))
+    tools = ("objdump", "cuobjdump", "readelf", "nm", "cxxfilt")
+    need(*(getattr(args, tool, None) for tool in tools))
+    if args.mode == "asm" and not (args.objdump or args.cuobjdump):
+        fail("asm needs --objdump (AMDGPU, x86) or --cuobjdump (SASS)")
     runners = {
         "gpu": (gpu_mode, os.path.isdir, "directory"),
         "cpu": (cpu_mode, os.path.isfile, "file"),
+        "sass": (sass_mode, os.path.isdir, "directory"),
     }
     if args.mode == "asm":
         sys.stdout.write(asm_mode(args))
