@@ -10,7 +10,12 @@ import pytest
 
 from orchestrator.core.errors import UserError
 from orchestrator.parsers.mdlog import MdLog
-from orchestrator.platforms.cuda.profilers import REPLAY_NOTE, CudaProfiler, replay_argv
+from orchestrator.platforms.cuda.profilers import (
+    REPLAY_NOTE,
+    REPLAY_STEPS,
+    CudaProfiler,
+    replay_argv,
+)
 from orchestrator.store.layout import INSTRUCTIONS_FILE, NCU_CSV, NCU_DIR
 from orchestrator.store.runstore import RunStore
 
@@ -34,9 +39,14 @@ def test_trace_times_mdrun_alone_then_replays_it_under_ncu() -> None:
     assert "--csv --print-units base --metrics gpu__time_duration.sum,smsp__inst_executed.sum" in (
         script
     )
-    assert f"--log-file /run/{NCU_DIR}/{NCU_CSV}" in script and "-nsteps 200" in script
+    assert f"--log-file /run/{NCU_DIR}/{NCU_CSV}" in script and f"-nsteps {REPLAY_STEPS}" in script
     assert "echo $? > /run/ncu/ncu.status" in script and script.endswith("exit 0\n")
-    assert replay_argv(["gmx", "mdrun"], "/run")[-4:] == ["-nsteps", "200", "-s", "/run/topol.tpr"]
+    assert replay_argv(["gmx", "mdrun"], "/run")[-4:] == [
+        "-nsteps",
+        str(REPLAY_STEPS),
+        "-s",
+        "/run/topol.tpr",
+    ]
     assert CudaProfiler().launch(MDRUN, "none", "/run").startswith("exec gmx mdrun")
     with pytest.raises(UserError, match="--profile=counters needs AMD"):
         CudaProfiler().launch(MDRUN, "counters", "/run")
