@@ -79,6 +79,16 @@ TYPOS = [
     (["--gpu-arch", "gfx9x"], "--gpu-arch 'gfx9x'"),
     (["--executor", "lokal"], "argument --executor: invalid choice: 'lokal'"),
     (["--steps", "ten"], "argument --steps: invalid int value: 'ten'"),
+    (
+        ["--flags=-O2", "--llvm", "HEAD"],
+        "Give at most one of --llvm, --toolchain, --package and --f",
+    ),
+    (["--flags=-O2 'x"], "--flags: the flags are not shell words"),
+    (["--flags= "], "--flags needs the compiler flags to add"),
+    (["--executor", "native", "--llvm", "HEAD"], "The native executor builds GROMACS with the s"),
+    (["--executor", "native", "--against-package", "clang-16"], "so a package side cannot be"),
+    (["--executor", "native", "--no-gmx-rebuild"], "--no-gmx-rebuild reuses dev-current"),
+    (["--executor", "native", "--system", "bandwidth"], "bandwidth is a microbenchmark"),
 ]
 
 
