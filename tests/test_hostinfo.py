@@ -99,23 +99,50 @@ def test_a_quiet_host_gives_no_warning() -> None:
     assert noise_warnings(quiet) == [] and not quiet.shared
 
 
+def _competitor() -> int:
+    """A busy loop that is not this process's descendant (its shell exits at once, so it
+    is adopted by init): another user's program, as the sampler sees it."""
+    shell = subprocess.run(
+        ["sh", "-c", f"{sys.executable} -c 'while True: pass' >/dev/null 2>&1 & echo $!"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return int(shell.stdout.strip())
+
+
 def test_a_busy_process_beside_the_run_is_seen_and_named() -> None:
     """Real /proc, a real competitor: a busy loop is found, with its name and CPU share."""
-    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    busy = _competitor()
     try:
         time.sleep(0.3)
         with NoiseSampler(run_threads=2, interval=0.5) as sampler:
             time.sleep(2.0)
-        comm = Path(f"/proc/{busy.pid}/comm").read_text().strip()
+        comm = Path(f"/proc/{busy}/comm").read_text().strip()
     finally:
-        busy.kill()
-        busy.wait()
+        os.kill(busy, 9)
     noise = sampler.result()
     assert noise.samples >= 4 and 1.9 < noise.seconds < 4
     cpus = {p.name: p.cpus for p in noise.top_others}
     assert cpus.get(comm, 0.0) >= 0.3  # a whole core if free; the machine is shared
     assert noise.other_cpus >= cpus[comm] and noise.shared
     assert any(comm in w and "other processes used" in w for w in noise.warnings)
+
+
+def test_a_native_runs_own_processes_are_not_others() -> None:
+    """A native run's mdrun is this tool's child (a grandchild here, under a shell): its
+    CPU is the run's, as a container's processes are, not another program's."""
+    busy = "open('/proc/self/comm', 'w').write('gmxb-ours')\nwhile True: pass"
+    run = subprocess.Popen(["sh", "-c", f'{sys.executable} -c "{busy}"'])
+    try:
+        time.sleep(0.3)
+        with NoiseSampler(run_threads=2, interval=0.5) as sampler:
+            time.sleep(2.0)
+    finally:
+        run.kill()
+        subprocess.run(["pkill", "-P", str(run.pid)], check=False)
+        run.wait()
+    noise = sampler.result()
+    assert noise.samples >= 4
+    assert "gmxb-ours" not in {p.name for p in noise.top_others}, noise.top_others
 
 
 def test_real_proc_reads() -> None:

@@ -117,8 +117,9 @@ class HostNoise(BaseModel):
         return bool(self.warnings)
 
 
-#: One process in one sample: (command name, start time in ticks since boot, CPU ticks).
-_Proc = tuple[str, int, int]
+#: One process in one sample: (command name, start time in ticks since boot, CPU ticks,
+#: parent pid).
+_Proc = tuple[str, int, int, int]
 
 
 class _Sample:
@@ -156,7 +157,8 @@ def _load(proc: Path) -> float | None:
 
 
 def _proc_stat(pid_dir: Path) -> _Proc | None:
-    """(comm, starttime, utime + stime) of /proc/<pid>/stat; None when it just vanished."""
+    """(comm, starttime, utime + stime, ppid) of /proc/<pid>/stat; None when it just
+    vanished."""
     try:
         text = (pid_dir / "stat").read_text(errors="replace")
     except OSError:
@@ -165,7 +167,23 @@ def _proc_stat(pid_dir: Path) -> _Proc | None:
     fields = text[close + 2 :].split()  # from field 3 (state) on
     if close < 0 or len(fields) < 20:
         return None
-    return text[text.find("(") + 1 : close], int(fields[19]), int(fields[11]) + int(fields[12])
+    name = text[text.find("(") + 1 : close]
+    return name, int(fields[19]), int(fields[11]) + int(fields[12]), int(fields[1])
+
+
+def _descendants(root: int, processes: Mapping[int, _Proc]) -> set[int]:
+    """Every process below `root`: a native run's (mdrun, its profiler) are this tool's
+    children, and count as the run, as a container's processes do."""
+    children: dict[int, list[int]] = {}
+    for pid, (*_, parent) in processes.items():
+        children.setdefault(parent, []).append(pid)
+    found, todo = set(), [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
 
 
 class NoiseSampler:
@@ -250,13 +268,14 @@ class NoiseSampler:
         if prev is None:
             return
         me, ticks = os.getpid(), 0
-        for pid, (name, start, cpu) in now.processes.items():
+        mine = _descendants(me, now.processes)  # a native run: mdrun is this tool's child
+        for pid, (name, start, cpu, _parent) in now.processes.items():
             before = prev.processes.get(pid)
             if before is not None and before[1] == start:
                 used = cpu - before[2]
             else:  # started since the last sample (or a reused pid): all of its time is new
                 used = cpu if start >= prev.uptime_ticks else 0
-            if used <= 0 or pid == me or self._is_ours(pid, start):
+            if used <= 0 or pid == me or pid in mine or self._is_ours(pid, start):
                 continue
             self._by_name[name] = self._by_name.get(name, 0) + used
             ticks += used
