@@ -57,6 +57,8 @@ class BuildRole(ABC):
     #: Where the compiler of example dev renders comes from: an LLVM commit (the main
     #: use) or a distribution package.
     example_toolchain: ClassVar[Literal["llvm", "package"]] = "llvm"
+    #: How this platform's GPU targets begin (`gfx`, `sm_`); None: no GPU targets.
+    target_prefix: ClassVar[str | None] = None
 
     def base_image(self, settings: Settings) -> str:
         return settings.base_image or self.default_base
@@ -209,6 +211,9 @@ class ProfilerRole(ABC):
 
 class CodegenRole(ABC):
     """How the code of a finished image is read, and how microbenchmarks compile in one."""
+
+    #: Whether microbenchmark images (`kernel-*`) are built for this platform.
+    has_microbenchmarks: ClassVar[bool] = True
 
     @abstractmethod
     def codegen_probe(
