@@ -20,7 +20,10 @@ def test_an_unknown_executor_is_the_settings_paragraph(monkeypatch: pytest.Monke
     monkeypatch.setenv("ORCH_EXECUTOR", "pbs")
     with pytest.raises(UsageError) as err:
         load_settings()
-    assert "ORCH_EXECUTOR (got 'pbs'): Input should be 'local', 'slurm' or 'native'" in err.value.message
+    assert (
+        "ORCH_EXECUTOR (got 'pbs'): Input should be 'local', 'slurm' or 'native'"
+        in err.value.message
+    )
 
 
 def test_settings_reach_the_job_whole_and_the_secrets_never(

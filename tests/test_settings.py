@@ -102,8 +102,8 @@ def test_pyproject_table(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Non
     [
         (
             "ORCH_PLATFORM",
-            "cuda",
-            "ORCH_PLATFORM (got 'cuda'): Input should be 'auto', 'rocm' or 'cpu'",
+            "opencl",
+            "ORCH_PLATFORM (got 'opencl'): Input should be 'auto', 'rocm', 'cuda' or 'cpu'",
         ),
         ("ORCH_SIMD", "AVX3", "ORCH_SIMD (got 'AVX3'): must be one of None, SSE2"),
         ("ORCH_GPU_ARCH", "rdna4", "ORCH_GPU_ARCH (got 'rdna4'): 'rdna4' is not a GPU target"),
@@ -161,7 +161,7 @@ def _cli(*args: str, env: dict[str, str], cwd: Path = REPO) -> subprocess.Comple
 
 
 def test_cli_bad_setting_exit_2_no_traceback() -> None:
-    proc = _cli("settings", env={"ORCH_PLATFORM": "cuda"})
+    proc = _cli("settings", env={"ORCH_PLATFORM": "opencl"})
     assert proc.returncode == 2
     assert "ORCH_PLATFORM" in proc.stderr and "'rocm'" in proc.stderr
     assert "Traceback" not in proc.stderr

@@ -36,6 +36,8 @@ DEBIAN: dict[str, Any] = {
     "rocm_stack": "debian",
     "gromacs": {"url": "/srv/gromacs-2026.3.tar.gz", "ref": "v2026.3", "sha256": "c" * 64},
 }
+#: The CUDA platform on Debian's CUDA toolkit, for the default sm_90.
+CUDA: dict[str, Any] = {"platform": "cuda", "gpu_arch": "sm_90"}
 #: The compile cache's launchers: how objects are made, not what (checked on their own).
 LAUNCHER = re.compile(r"^-DCMAKE_[A-Z]+_COMPILER_LAUNCHER=ccache$")
 
@@ -63,6 +65,11 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
         "gromacs-dev-rocm",
         {**DEBIAN, "gpu_arch": "gfx1201,gfx942"},
     ),
+    "cuda-base": ("cuda-base", CUDA),
+    "gromacs-stable-cuda": ("gromacs-stable-cuda", CUDA),
+    "gromacs-dev-cuda": ("gromacs-dev-cuda", CUDA),
+    # one build for two GPU targets: CMake's list, and the tags carry them
+    "gromacs-stable-cuda@sm_90_sm_80": ("gromacs-stable-cuda", {**CUDA, "gpu_arch": "sm_90,sm_80"}),
     "kernel-bandwidth": ("kernel-bandwidth", {"platform": "cpu"}),
     "kernel-bandwidth@rocm": ("kernel-bandwidth", {"platform": "rocm"}),
     "kernel-bandwidth@debian": ("kernel-bandwidth", DEBIAN),
@@ -408,11 +415,75 @@ def test_gromacs_builds_share_one_content_keyed_compile_cache(name: str) -> None
     other_mount = re.findall(cache, render(other, example_context(other, settings(**values))))
     assert len(mount) == 1 and mount == other_mount
     assert "CCACHE_COMPILERCHECK=content" in text and "ARG GMXBENCH_NO_COMPILE_CACHE=" in text
-    langs = ["C", "CXX", "HIP"] if "rocm" in template else ["C", "CXX"]
+    gpu = {"rocm": ["HIP"], "cuda": ["CUDA"]}.get(template.rsplit("-", 1)[-1], [])
+    langs = ["C", "CXX", *gpu]
     assert [f"-DCMAKE_{lang}_COMPILER_LAUNCHER=ccache" for lang in langs] == re.findall(
         r"-DCMAKE_[A-Z]+_COMPILER_LAUNCHER=ccache", text
     )
     assert uses_buildkit(text)
+
+
+#: The CUDA stable recipe as measured on the lent H100 (nvcc, sm_90, fftpack, no hwloc).
+STABLE_CUDA = [
+    "-G",
+    "Ninja",
+    "-DCMAKE_BUILD_TYPE=Release",
+    "-DCMAKE_C_COMPILER=gcc-13",
+    "-DCMAKE_CXX_COMPILER=g++-13",
+    "-DGMX_GPU=CUDA",
+    "-DCMAKE_CUDA_COMPILER=/usr/bin/nvcc",
+    "-DCMAKE_CUDA_FLAGS=-Xcompiler=-ffile-prefix-map=/src/gromacs=.,"
+    "-ffile-prefix-map=/build/gromacs=build",
+    "-DCMAKE_CUDA_ARCHITECTURES=90",
+    f"-DCMAKE_C_FLAGS={PREFIX_MAP}",
+    f"-DCMAKE_CXX_FLAGS={PREFIX_MAP}",
+    "-DGMX_MPI=OFF",
+    "-DGMX_OPENMP=ON",
+    "-DGMX_BUILD_OWN_FFTW=OFF",
+    "-DCMAKE_INSTALL_PREFIX=/opt/gromacs/stable-nvcc12.4",
+    "-DGMX_DOUBLE=OFF",
+    "-DGMX_SIMD=AVX2_256",
+    "-DGMX_USE_RDTSCP=ON",
+    "-DGMX_FFT_LIBRARY=fftpack",
+    "-DGMX_HWLOC=OFF",
+    "-DBUILD_TESTING=OFF",
+    "-DGMXAPI=OFF",
+    "-DGMX_INSTALL_NBLIB_API=OFF",
+    "-DGMX_USE_COLVARS=NONE",
+]
+
+
+@pytest.mark.usefixtures("isolated")
+def test_cuda_stable_recipe_is_nvcc_for_sm_90() -> None:
+    text = rendered("gromacs-stable-cuda")
+    assert cmake_args(text) == STABLE_CUDA
+    assert "ENV PATH=/opt/gromacs/stable-nvcc12.4/bin:$PATH" in text
+    # every object with device code is kept for cuobjdump; HIP's unbundling is not there
+    assert "grep '[.]nv_fatbin'" in text and "/opt/gmxbench/codeobjects/" in text
+    assert "hip_fatbin" not in text and "hip_fatbin" not in rendered("gromacs-dev-cuda")
+    assert "nv_fatbin" not in rendered("gromacs-stable-rocm") + rendered("gromacs-stable-cpu")
+
+
+@pytest.mark.usefixtures("isolated")
+def test_cuda_dev_recipe_sends_every_language_through_the_clang_under_test() -> None:
+    args = cmake_args(rendered("gromacs-dev-cuda"))
+    clang = "/opt/llvm-d7fead0f/bin/clang++"
+    assert f"-DCMAKE_CXX_COMPILER={clang}" in args and f"-DCMAKE_CUDA_COMPILER={clang}" in args
+    assert "-DCMAKE_C_COMPILER=/opt/llvm-d7fead0f/bin/clang" in args
+    assert "-DGMX_CLANG_CUDA=ON" in args and "-DCMAKE_CUDA_ARCHITECTURES=90" in args
+    assert f"-DCMAKE_CUDA_FLAGS=--cuda-path=/usr/lib/cuda {PREFIX_MAP}" in args
+    assert not [a for a in args if "nvcc" in a]
+    shared = {a for a in STABLE_CUDA if "COMPILER" not in a and "CUDA_FLAGS" not in a}
+    assert shared - {a for a in args if "INSTALL_PREFIX" not in a} == {
+        "-DCMAKE_INSTALL_PREFIX=/opt/gromacs/stable-nvcc12.4"
+    }
+
+
+@pytest.mark.usefixtures("isolated")
+def test_cuda_targets_name_the_build_and_cmake_list() -> None:
+    text = rendered("gromacs-stable-cuda@sm_90_sm_80")
+    assert "-DCMAKE_CUDA_ARCHITECTURES=90;80" in cmake_args(text)
+    assert "GMXBENCH_BUILD=stable-nvcc12.4-sm_90_sm_80" in text
 
 
 @pytest.mark.usefixtures("isolated")

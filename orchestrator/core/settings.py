@@ -74,6 +74,8 @@ CODE_OBJECT_VERSIONS = (4, 5, 6)
 
 #: One AMD GPU target as LLVM names it (gfx1201, gfx942, gfx90a).
 GFX_TARGET = re.compile(r"gfx[0-9a-f]{3,4}")
+#: One NVIDIA GPU target as nvcc and clang name it (sm_90, sm_90a, sm_100a).
+SM_TARGET = re.compile(r"sm_[1-9][0-9]{1,2}[af]?")
 
 IMAGE_REF = re.compile(
     r"^[a-z0-9]+(?:[._/-][a-z0-9]+)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?"
@@ -181,7 +183,11 @@ class Settings(BaseSettings):
         extra="forbid",
     )
 
-    platform: str = Field("auto", description="rocm, cpu, or auto (rocm when /dev/kfd exists)")
+    platform: str = Field(
+        "auto",
+        description="rocm, cuda, cpu, or auto (rocm when /dev/kfd exists, cuda when "
+        "/dev/nvidiactl does, else cpu)",
+    )
     base_image: str | None = Field(
         None, description="base image of the active platform (tag, optional @sha256: digest)"
     )
@@ -217,8 +223,9 @@ class Settings(BaseSettings):
     )
     gpu_arch: str | None = Field(
         None,
-        description="GPU targets (gfx...), comma-separated: every HIP unit is compiled for "
-        "each, the first is the primary one; unset: the host's GPU, else gfx1201",
+        description="GPU targets (gfx... on ROCm, sm_... on CUDA), comma-separated: every GPU "
+        "unit is compiled for each, the first is the primary one; unset: the host's GPU, "
+        "else gfx1201 (ROCm) or sm_90 (CUDA)",
     )
     code_object_version: int | None = Field(
         None,
@@ -357,6 +364,20 @@ class Settings(BaseSettings):
         return value
 
     @model_validator(mode="after")
+    def _targets_of_platform(self) -> Settings:
+        """GPU targets of the other vendor for a named platform: sm_90 is no ROCm target,
+        gfx1201 no CUDA one (with `auto`, the platform's own targets module checks)."""
+        vendor = {"rocm": "gfx", "cuda": "sm"}.get(self.platform)
+        wrong = [t for t in split_targets(self.gpu_arch) if vendor and t[:2] != vendor[:2]]
+        if wrong:
+            example = "gfx1201" if vendor == "gfx" else "sm_90"
+            raise ValueError(
+                f"gpu_arch {','.join(wrong)} is not a target of the {self.platform} platform: "
+                f"set ORCH_GPU_ARCH (or --gpu-arch) to its GPUs' names, like {example}"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _tarball_given(self) -> Settings:
         if self.rocm_source == "tarball" and self.rocm_tarball is None:
             raise ValueError(
@@ -405,13 +426,19 @@ def gpu_target_list(value: str | Sequence[str]) -> list[str]:
     targets: list[str] = []
     for part in parts:
         name = str(part).strip()
-        if not GFX_TARGET.fullmatch(name):
+        if not GFX_TARGET.fullmatch(name) and not SM_TARGET.fullmatch(name):
             raise ValueError(
                 f"{name!r} is not a GPU target: each entry must look like gfx1201 or gfx90a, "
-                "several separated by commas (gfx1201,gfx942)"
+                "several separated by commas (gfx1201,gfx942); sm_90 on the CUDA platform"
             )
         if name not in targets:
             targets.append(name)
+    vendors = {target[:2] for target in targets}
+    if len(vendors) > 1:
+        raise ValueError(
+            f"{','.join(targets)} mixes AMD (gfx) and NVIDIA (sm_) targets: one build is for "
+            "one platform's GPUs; give the targets of one of them"
+        )
     return targets
 
 

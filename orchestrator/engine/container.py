@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import docker.errors
+import docker.types
 import requests.exceptions
 
 from orchestrator.core.errors import NoSpace, UserError
@@ -31,6 +32,15 @@ from orchestrator.engine.podman import (
 
 #: The most processes and threads a probe container may hold: it runs one tool.
 PROBE_PIDS_LIMIT = 1024
+
+
+def gpu_request(driver: str, device: int) -> dict[str, Any]:
+    """What `docker run --gpus device=<n>` sends: GPU `device` by the engine's device
+    driver (`nvidia`: NVIDIA's container toolkit), as a run's `device_requests` entry."""
+    request: dict[str, Any] = docker.types.DeviceRequest(
+        driver=driver, device_ids=[str(device)], capabilities=[["gpu"]]
+    )
+    return request
 
 
 def container_user(engine_kind: EngineKind) -> str:

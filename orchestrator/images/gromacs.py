@@ -256,7 +256,9 @@ def launchers(languages: tuple[str, ...], tested: tuple[str, ...], compiler: Com
 
 
 def example_probe(command: list[str]) -> tuple[int, str]:
-    """What `c++` answers in the example builder (a stand-in: no engine is asked)."""
+    """What `c++` (or nvcc) answers in the example builder (a stand-in: no engine is asked)."""
+    if "nvcc" in " ".join(command):
+        return 0, "Cuda compilation tools, release 12.4, V12.4.131\n"
     return 0, "12\nc++ (Debian 12.2.0-14+deb12u1) 12.2.0\n"
 
 

@@ -54,6 +54,8 @@ def variants(settings: Settings) -> list[tuple[str, str, Settings]]:
     for template in templates():
         fixed = template_platform(template)
         for platform in (fixed,) if fixed else names():
+            if template.startswith("kernel-") and not get(platform).codegen.has_microbenchmarks:
+                continue
             stacks = get(platform).build.builder_templates()
             if template in stacks:  # a builder template belongs to one stack
                 stacks = {template: stacks[template]}

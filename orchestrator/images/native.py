@@ -171,7 +171,7 @@ def build_native(settings: Settings, flavor: Flavor, emit: Emit = ignore) -> Ima
             compiler_version=facts.compiler_version, cmake_flags=ctx["raw_cmake_flags"],
             gpu_arch=platform.build.gpu_target(settings), simd=settings.simd,
             native_prefix=str(prefix), **platform.build.record_values(settings),
-        )  # fmt: skip
+        ).model_copy(update={"base_image": None})  # fmt: skip  # the host is the base
         codegen = _codegen(NativeBuild(prefix, record), emit)
         save_lockfile(
             settings.results_dir,

@@ -1,4 +1,4 @@
-"""Platforms: one folder per platform (`cpu/`, `rocm/`), each a `roles.Platform`, and
+"""Platforms: one folder per platform (`cpu/`, `rocm/`, `cuda/`), each a `roles.Platform`, and
 this registry of them.
 
 Only this package knows what differs between platforms; everything else asks the
@@ -10,14 +10,17 @@ setting is checked against `names()` (`core.settings.register_choices`).
 from __future__ import annotations
 
 from orchestrator.core.errors import UsageError
-from orchestrator.core.settings import Settings, register_choices
+from orchestrator.core.settings import Settings, register_choices, split_targets
 from orchestrator.platforms.cpu import CpuPlatform
+from orchestrator.platforms.cuda import CudaPlatform
 from orchestrator.platforms.rocm import RocmPlatform
 from orchestrator.platforms.roles import Platform
 
-#: Every platform, in the order `auto` tries them: the first one present wins.
+#: Every platform, in the order `auto` tries them: the first one present wins (cpu,
+#: present everywhere, last).
 PLATFORMS: tuple[Platform, ...] = (
     RocmPlatform(),
+    CudaPlatform(),
     CpuPlatform(),
 )
 
@@ -48,10 +51,15 @@ def names() -> list[str]:
 
 
 def on(settings: Settings, platform: str) -> Settings:
-    """`settings` as if `platform` were the active one (its own default base image)."""
+    """`settings` as if `platform` were the active one (its own default base image, and
+    its own default GPU targets where the set ones are another vendor's)."""
     if active(settings).name == platform:
         return settings
-    return settings.model_copy(update={"platform": platform, "base_image": None})
+    update: dict[str, object] = {"platform": platform, "base_image": None}
+    prefix = get(platform).build.target_prefix
+    if prefix and not all(t.startswith(prefix) for t in split_targets(settings.gpu_arch)):
+        update["gpu_arch"] = None
+    return settings.model_copy(update=update)
 
 
 register_choices("platform", ["auto", *names()])

@@ -60,6 +60,9 @@ class Compiler(BaseModel):
     cc: str
     cxx: str
     hip: str | None = None
+    #: nvcc where the build found it (the stable CUDA compiler: /usr/bin in the image,
+    #: the toolkit's bin folder on a native host).
+    cuda: str | None = None
     version: str | None = None
     toolchain_image: str | None = None
     toolchain_id: str | None = None
@@ -209,6 +212,9 @@ class ContainerOptions:
     `confined`) the invoking user's uid and gid and a pids limit."""
 
     devices: list[str] = field(default_factory=list)
+    #: GPUs the engine's device driver passes (docker-py's `DeviceRequest`s, dicts: what
+    #: `docker run --gpus` sends; NVIDIA's container toolkit serves them).
+    device_requests: list[dict[str, Any]] = field(default_factory=list)
     group_add: list[str] = field(default_factory=list)
     security_opt: list[str] = field(default_factory=lambda: [CONFINED_SECURITY_OPT])
     cap_drop: list[str] = field(default_factory=lambda: ["ALL"])
@@ -233,6 +239,8 @@ class ContainerOptions:
             out["user"] = self.user
         if self.devices:
             out["devices"] = self.devices
+        if self.device_requests:
+            out["device_requests"] = self.device_requests
         if self.group_add:
             out["group_add"] = self.group_add
         out["security_opt"] = self.security_opt

@@ -58,6 +58,8 @@ class BuildRole(ABC):
     #: Where the compiler of example dev renders comes from: an LLVM commit (the main
     #: use) or a distribution package.
     example_toolchain: ClassVar[Literal["llvm", "package"]] = "llvm"
+    #: How this platform's GPU targets begin (`gfx`, `sm_`); None: no GPU targets.
+    target_prefix: ClassVar[str | None] = None
 
     def base_image(self, settings: Settings) -> str:
         return settings.base_image or self.default_base
@@ -143,6 +145,12 @@ class RunRole(ABC):
         this engine (rootless Podman passes the user's own groups, not numeric ids)."""
         return ContainerOptions()
 
+    def native_options(self, device: int, profile: ProfileMode = "none") -> ContainerOptions:
+        """What a run on the host itself needs (the native executor, no container): the
+        environment that selects `device`, and what is missing. The container's own
+        (device nodes, groups) where the host is the same: ROCm's nodes and variables."""
+        return self.container_options(device, profile)
+
     def preflight(
         self,
         simd: str | None,
@@ -210,6 +218,9 @@ class ProfilerRole(ABC):
 
 class CodegenRole(ABC):
     """How the code of a finished image is read, and how microbenchmarks compile in one."""
+
+    #: Whether microbenchmark images (`kernel-*`) are built for this platform.
+    has_microbenchmarks: ClassVar[bool] = True
 
     @abstractmethod
     def codegen_probe(

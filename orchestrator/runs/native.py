@@ -69,7 +69,7 @@ def plan_native(settings: Settings, req: RunRequest) -> Plan:
     mdrun = mdrun_command(settings.jobs, steps, system.mdrun_args, user_args)
     profiler = (system.profiler or ProfilerOptions()).merged(req.profiler)
     script = run_script(system, steps, platform, mdrun, req.profile, profiler, workdir)
-    options = platform.run.container_options(req.device, req.profile)
+    options = platform.run.native_options(req.device, req.profile)
     labels = record.labels()
     container = {
         "command": ["sh", f"{workdir}/{layout.SCRIPT_FILE}"],

@@ -129,7 +129,8 @@ class BenchRequest:
     alpha: float = option(ALPHA)
     #: None: the platform's own (the kernel trace where the image's stack has a profiler).
     profile: ProfileMode | None = option(
-        choices=("none", "trace"), help="the runs' profiler: trace (the platform's default "
+        choices=("none", "trace"),
+        help="the runs' profiler: trace (the platform's default "
         "where it has one: rocprofv3, ncu) or none (wall-clock ns/day alone)",
     )
     mdrun_args: list[str] = field(default_factory=list)

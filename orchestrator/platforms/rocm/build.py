@@ -69,6 +69,7 @@ class RocmBuild(BuildRole):
     default_base = STACKS["amd"].default_base
     default_gromacs: ClassVar[GromacsSource] = STACKS["amd"].default_gromacs
     gpu_support = "HIP"
+    target_prefix = "gfx"
     languages = ("C", "CXX", "HIP")
     tested_languages = ("HIP",)
 

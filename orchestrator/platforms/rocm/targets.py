@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from orchestrator.core.errors import UserError
 from orchestrator.core.settings import Settings, split_targets
 
 DEFAULT_ARCH = "gfx1201"
@@ -32,7 +33,13 @@ def gpu_archs(settings: Settings) -> list[str]:
     """The GPU targets a build compiles every HIP unit for, the primary one first: the
     setting (`ORCH_GPU_ARCH=gfx1201,gfx942`), else the host's first GPU, else gfx1201."""
     if settings.gpu_arch:
-        return split_targets(settings.gpu_arch)
+        targets = split_targets(settings.gpu_arch)
+        if not targets[0].startswith("gfx"):
+            raise UserError(
+                f"ORCH_GPU_ARCH={settings.gpu_arch} names NVIDIA targets, but this build is for "
+                "the ROCm platform: set AMD ones (gfx1201, gfx942), or ORCH_PLATFORM=cuda"
+            )
+        return targets
     return [detect_gpu_arch() or DEFAULT_ARCH]
 
 
