@@ -230,7 +230,9 @@ def test_gpu_targets_are_a_list_in_order_without_duplicates(
     over = with_gpu_arch(load_settings(), "gfx90a,gfx1201")
     assert gpu_archs(over) == ["gfx90a", "gfx1201"]
     assert with_gpu_arch(over, None) is over
-    with pytest.raises(UsageError, match=r"--gpu-arch 'gfx90a,sm_90': 'sm_90' is not a GPU"):
+    with pytest.raises(UsageError, match=r"--gpu-arch 'gfx90a,sm90': 'sm90' is not a GPU"):
+        with_gpu_arch(over, "gfx90a,sm90")
+    with pytest.raises(UsageError, match=r"--gpu-arch 'gfx90a,sm_90': gfx90a,sm_90 mixes AMD"):
         with_gpu_arch(over, "gfx90a,sm_90")
 
 
