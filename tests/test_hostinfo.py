@@ -131,14 +131,13 @@ def test_a_native_runs_own_processes_are_not_others() -> None:
     """A native run's mdrun is this tool's child (a grandchild here, under a shell): its
     CPU is the run's, as a container's processes are, not another program's."""
     busy = "open('/proc/self/comm', 'w').write('gmxb-ours')\nwhile True: pass"
-    run = subprocess.Popen(["sh", "-c", f'{sys.executable} -c "{busy}"'])
+    run = subprocess.Popen(["sh", "-c", f'{sys.executable} -c "{busy}"'], start_new_session=True)
     try:
         time.sleep(0.3)
         with NoiseSampler(run_threads=2, interval=0.5) as sampler:
             time.sleep(2.0)
     finally:
-        run.kill()
-        subprocess.run(["pkill", "-P", str(run.pid)], check=False)
+        os.killpg(run.pid, 9)  # the shell and its python
         run.wait()
     noise = sampler.result()
     assert noise.samples >= 4
