@@ -36,9 +36,8 @@ def test_trace_times_mdrun_alone_then_replays_it_under_ncu() -> None:
     script = CudaProfiler().launch(MDRUN, "trace", "/run")
     timing, replay = script.index("gmx mdrun -deffnm topol -nsteps 5000"), script.index('ncu"')
     assert timing < replay  # the run's ns/day is never the replay's
-    assert "--csv --print-units base --metrics gpu__time_duration.sum,smsp__inst_executed.sum" in (
-        script
-    )
+    ncu = "--csv --print-units base --print-kernel-base mangled --metrics "
+    assert ncu + "gpu__time_duration.sum,smsp__inst_executed.sum" in script
     assert f"--log-file /run/{NCU_DIR}/{NCU_CSV}" in script and f"-nsteps {REPLAY_STEPS}" in script
     assert "echo $? > /run/ncu/ncu.status" in script and script.endswith("exit 0\n")
     assert replay_argv(["gmx", "mdrun"], "/run")[-4:] == [

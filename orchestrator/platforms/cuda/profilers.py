@@ -59,7 +59,11 @@ def replay_argv(mdrun: list[str], workdir: str) -> list[str]:
 def trace_script(mdrun: list[str], workdir: str) -> str:
     """The timing run, then ncu's replay writing its CSV (never failing the run)."""
     out = f"{workdir}/{NCU_DIR}"
-    ncu = ["--csv", "--print-units", "base", "--metrics", f"{TIME},{INSTRUCTIONS}",
+    # mangled names: the codegen fingerprint's keys. ncu's demangler spells template
+    # arguments its own way (`<4, 1, 1>` where c++filt writes `<4, true, true>`) and
+    # drops cub's inline namespaces, so its demangled names match no fingerprint.
+    ncu = ["--csv", "--print-units", "base", "--print-kernel-base", "mangled",
+           "--metrics", f"{TIME},{INSTRUCTIONS}",
            "--log-file", f"{out}/{NCU_CSV}", *replay_argv(mdrun, workdir)]  # fmt: skip
     return (
         "set +e\n"
