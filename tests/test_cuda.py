@@ -12,6 +12,7 @@ from orchestrator import platforms
 from orchestrator.core.errors import UserError
 from orchestrator.core.settings import Settings
 from orchestrator.engine import EngineKind
+from orchestrator.platforms.base import KEPT
 from orchestrator.platforms.cuda import CudaPlatform
 from orchestrator.platforms.cuda.codegen import CODEOBJECTS
 from orchestrator.platforms.cuda.targets import cmake_arch, from_compute_cap, gpu_archs
@@ -122,8 +123,10 @@ def test_devices_read_nvidia_smi_and_warn_when_clocks_are_not_locked(tmp_path: P
 def test_codegen_probe_reads_the_kept_objects_with_cuobjdump() -> None:
     argv = CudaPlatform().codegen.codegen_probe("codegen", "/opt/gromacs/x", None)
     assert argv[:2] == ["python3", "-c"]
-    assert argv[3:] == ["sass", "--cuobjdump", "/usr/bin/cuobjdump", "--cxxfilt", "c++filt",
-                        CODEOBJECTS]  # fmt: skip
+    assert argv[3:] == ["sass", "--cuobjdump", "cuobjdump", "--cxxfilt", "c++filt",
+                        f"{KEPT}/{CODEOBJECTS}"]  # fmt: skip
+    native = CudaPlatform().codegen.codegen_probe("codegen", "/p", None, kept="/p/gmxbench")
+    assert native[-1] == "/p/gmxbench/codeobjects"
     with pytest.raises(UserError, match="not yet built for the CUDA platform"):
         CudaPlatform().codegen.microbench_compiler(Settings(platform="cuda"), {})
 

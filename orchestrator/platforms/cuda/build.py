@@ -53,6 +53,12 @@ EXTRA_CMAKE_FLAGS = (
 )
 
 
+def _nvcc_path(out: str) -> str:
+    """The path `command -v nvcc` printed first (the builder's own when there is none)."""
+    first = out.strip().splitlines()[0].strip() if out.strip() else ""
+    return first if first.startswith("/") else NVCC
+
+
 def is_nvcc(compiler: Compiler) -> bool:
     return compiler.name.startswith(NVCC_NAME)
 
@@ -122,7 +128,7 @@ class CudaBuild(BuildRole):
             name=f"{NVCC_NAME}{match.group(1)}",
             cc=f"gcc-{HOST_GCC}",
             cxx=f"g++-{HOST_GCC}",
-            cuda=out.splitlines()[0].strip(),
+            cuda=_nvcc_path(out),
             version=f"Cuda compilation tools, release {match.group(1)}, {match.group(2)}",
         )
 
