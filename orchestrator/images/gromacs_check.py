@@ -21,7 +21,8 @@ from orchestrator.platforms.base import KEPT, BuildFacts, CompileCacheStats, Com
 SHA_FILE = "/src/gromacs.tar.gz.sha256"
 
 VERIFY_SCRIPT = r"""gmx --version 2>&1
-echo '@@compiler'; {compiler} --version 2>&1 | head -n1
+echo '@@compiler'; {compiler} --version 2>&1 | grep -m1 -e ' release ' -e ' version ' \
+  || {compiler} --version 2>&1 | head -n1
 echo '@@path'; readlink -f "$(command -v {compiler})" 2>/dev/null || echo {compiler}
 echo '@@reported'
 readlink -f "$(gmx --version 2>/dev/null | sed -n 's/^C++ compiler: *\([^ ]*\).*/\1/p')"
