@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from orchestrator.core.events import Emit, RunNext, ignore
 from orchestrator.runs import runner
-from orchestrator.runs.executors.base import Chain, Executor
+from orchestrator.runs.executors.base import Chain, Executor, Job
 from orchestrator.store.records import RunResult
 
 
@@ -23,9 +23,13 @@ class LocalExecutor(Executor):
             done.append([])
             for job in chain:
                 emit(RunNext(job.label, job.folded))
-                plan = runner.plan_run(self.client, self.settings, job.request, emit=emit)
-                result = runner.execute(self.client, self.settings, plan, emit)
+                result = self.run_one(job, emit)
                 done[-1].append(result)
                 if stop_on_failure and not result.finished:
                     return done
         return done
+
+    def run_one(self, job: Job, emit: Emit) -> RunResult:
+        """One run, planned and executed here (a container of this machine's engine)."""
+        plan = runner.plan_run(self.client, self.settings, job.request, emit=emit)
+        return runner.execute(self.client, self.settings, plan, emit)
