@@ -138,3 +138,19 @@ def test_a_real_gromacs_builds_and_runs_natively(tmp_path: Path) -> None:
     result = execute(None, settings, plan, launch=__import__(
         "orchestrator.runs.native", fromlist=["launch_native"]).launch_native)  # fmt: skip
     assert result.finished and result.native and (result.ns_per_day or 0) > 0, result.failure
+
+
+def test_builds_and_runs_on_the_host_never_see_the_tools_secrets(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The webhook's and database's URLs live in ORCH_* variables: a native build's script
+    and a native run's mdrun get the host's environment without them, as a container
+    gets only what its run names."""
+    monkeypatch.setenv("ORCH_WEBHOOK_URL", "https://hooks.example/PLANTEDTOKEN123")
+    monkeypatch.setenv("CUDA_HOME", "/usr/local/cuda")
+    env = native.host_environment()
+    assert "ORCH_WEBHOOK_URL" not in env and env["CUDA_HOME"] == "/usr/local/cuda"
+    build = native.NativeBuild(tmp_path, native.ImageRecord(tag="gromacs:x", id="", build="x"))
+    assert not any("PLANTEDTOKEN123" in v for v in build.environment().values())
+    code, out = native.host_run(build, ["sh", "-c", "env"])
+    assert code == 0 and "PLANTEDTOKEN123" not in out and f"{tmp_path}/bin" in out

@@ -41,6 +41,8 @@ RECORD_FILE = "gmxbench-build.json"
 KEPT_DIR = "gmxbench"
 DEV_CURRENT = "dev-current"
 TEMPLATE = "gromacs-native"
+#: The prefix of the tool's own settings in the environment (pydantic-settings').
+SETTINGS_PREFIX = "ORCH_"
 
 
 @dataclass(frozen=True)
@@ -55,8 +57,16 @@ class NativeBuild:
         return self.prefix / KEPT_DIR
 
     def environment(self) -> dict[str, str]:
-        """This process's environment with the build's `gmx` first on PATH."""
-        return {**os.environ, "PATH": f"{self.prefix}/bin:{os.environ.get('PATH', '')}"}
+        """The host's environment with the build's `gmx` first on PATH."""
+        path = f"{self.prefix}/bin:{os.environ.get('PATH', '')}"
+        return {**host_environment(), "PATH": path}
+
+
+def host_environment() -> dict[str, str]:
+    """This process's environment without the tool's own settings (`ORCH_*`, where the
+    webhook's and the database's secrets live): what builds and runs on the host get,
+    as a container gets only what its run names."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(SETTINGS_PREFIX)}
 
 
 def builds_root(settings: Settings) -> Path:
@@ -84,7 +94,7 @@ def host_run(
 ) -> tuple[int, str]:
     """Run a command on this host (with `build`'s `gmx` on PATH): the native twin of a
     probe container."""
-    env = build.environment() if build else dict(os.environ)
+    env = build.environment() if build else host_environment()
     try:
         done = subprocess.run(
             command, env=env, capture_output=True, text=True, timeout=timeout, check=False
@@ -123,7 +133,6 @@ def build_native(settings: Settings, flavor: Flavor, emit: Emit = ignore) -> Ima
         )
     tarball = source.context_files()["gromacs.tar.gz"]
     assert isinstance(tarball, Path)
-    source.sha256 = source.sha256 or ""
     build_name = platform.build.stable_build_name(settings, compiler) + flags_suffix(settings)
     prefix = root / build_name
     tag = gromacs_ref(build_name)
@@ -215,8 +224,8 @@ def _run_script(script: str, work: Path, log: Path) -> None:
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w") as out:
         code = subprocess.run(
-            ["bash", str(work / "build.sh")], cwd=work, stdout=out, stderr=subprocess.STDOUT,
-            check=False,
+            ["bash", str(work / "build.sh")], cwd=work, env=host_environment(), stdout=out,
+            stderr=subprocess.STDOUT, check=False,
         ).returncode  # fmt: skip
     if code != 0:
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:])

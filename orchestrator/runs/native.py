@@ -28,10 +28,10 @@ from orchestrator.runs.runner import (
     CPU_ONLY_ARGS,
     Plan,
     RunRequest,
-    _user_steps,
     default_tag,
     mdrun_command,
     run_script,
+    user_steps,
 )
 from orchestrator.store import layout
 from orchestrator.store.runstore import RunStore
@@ -57,7 +57,7 @@ def plan_native(settings: Settings, req: RunRequest) -> Plan:
         )
     record = build.record
     platform = host_cpu() if req.cpu_only else get(record.platform or "cpu")
-    steps = _user_steps(req.mdrun_args) or req.steps or system.default_steps
+    steps = user_steps(req.mdrun_args) or req.steps or system.default_steps
     tag = req.tag or default_tag()
     run_dir = RunStore(settings.results_dir).path(
         layout.run_id(record.build or "", system.name, tag)
@@ -90,7 +90,7 @@ def launch_native(plan: Plan, name: str, run_dir: Path, emit: Emit) -> int | Non
     """Run the plan's script on this host; its exit code, None when it timed out."""
     config = plan.container
     path = f"{config['prefix']}/bin:{os.environ.get('PATH', '')}"
-    env = {**os.environ, **config["environment"], "PATH": path}
+    env = {**native.host_environment(), **config["environment"], "PATH": path}
     with (run_dir / layout.STDOUT_FILE).open("wb") as out, \
             (run_dir / layout.STDERR_FILE).open("wb") as err:  # fmt: skip
         process = subprocess.Popen(

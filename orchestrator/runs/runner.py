@@ -140,7 +140,7 @@ def mdrun_command(
     return cmd + [a for a in recipe_args if a not in user_args] + user_args
 
 
-def _user_steps(args: list[str]) -> int | None:
+def user_steps(args: list[str]) -> int | None:
     if "-nsteps" in args:
         i = args.index("-nsteps")
         if i + 1 < len(args) and args[i + 1].lstrip("-").isdigit():
@@ -183,7 +183,7 @@ def plan_run(
         platform = get(platform_name) if platform_name else active(settings)
     if req.cpu_only:
         platform = host_cpu()
-    steps = _user_steps(req.mdrun_args) or req.steps or system.default_steps
+    steps = user_steps(req.mdrun_args) or req.steps or system.default_steps
     tag = req.tag or default_tag()
     run_dir = RunStore(settings.results_dir).path(layout.run_id(build_name, system.name, tag))
     ntomp = settings.jobs
