@@ -44,12 +44,13 @@ def bench(llvm: Path, tmp_path: Path, *args: str) -> tuple[subprocess.CompletedP
 
 
 def command(
-    llvm: Path, tmp_path: Path, *args: str
+    llvm: Path, tmp_path: Path, *args: str, env: dict[str, str] | None = None
 ) -> tuple[subprocess.CompletedProcess[str], float]:
     """`python -m orchestrator <args>` with no engine answering, as a user's shell runs it."""
     env = {
         **os.environ, "DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock",
         "ORCH_RESULTS_DIR": str(tmp_path / "results"), "ORCH_LLVM_SOURCE": str(llvm),
+        **(env or {}),
     }  # fmt: skip
     started = time.monotonic()
     proc = subprocess.run(
@@ -163,6 +164,20 @@ def test_a_dry_run_needs_the_engine_only_to_look(llvm: Path, tmp_path: Path) -> 
     """`--dry-run` checks everything first too, then asks the engine what exists."""
     proc, _ = bench(llvm, tmp_path, "--llvm", "HEAD", "--dry-run")
     assert proc.returncode == 1 and "No Docker Engine answers at unix://" in proc.stderr
+
+
+def test_a_native_dry_run_plans_without_any_engine(llvm: Path, tmp_path: Path) -> None:
+    """`--executor native`: the plan reads the native root, never an engine; a flags
+    candidate is a stable build of its own, not a dev build."""
+    root = tmp_path / "builds"
+    proc, _ = command(llvm, tmp_path, "bench", "--executor", "native", "--flags=-O2",
+                      "--dry-run", env={"ORCH_NATIVE_ROOT": str(root)})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "baseline (stable): build GROMACS with the vendor compiler" in proc.stdout
+    assert "candidate (flags -O2): build GROMACS with the stable compiler with these flags" in (
+        proc.stdout
+    )
+    assert "No Docker Engine" not in proc.stderr and not root.exists()
 
 
 def test_pairs_are_raised_to_what_a_verdict_needs_and_made_even() -> None:

@@ -95,7 +95,7 @@ def run_bench(args: argparse.Namespace, settings: Settings, console: Console) ->
     if request.dry_run:
         for note in settled.notes:
             console(Message(note))
-        print(plan_text(plan(engine.connect(), settings, settled)))
+        print(plan_text(plan(engine_for(settings), settings, settled)))
         return 0
     outcome = bench(engine_for(settings), settings, settled, console)
     cmp = outcome.comparison

@@ -89,6 +89,14 @@ def find(settings: Settings, name: str) -> NativeBuild | None:
     return NativeBuild(prefix.resolve(), record)
 
 
+def records(settings: Settings) -> list[ImageRecord]:
+    """Every finished build in the native root (for `bench --dry-run`'s plan)."""
+    root = builds_root(settings)
+    names = sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+    found = (find(settings, name) for name in names if name != DEV_CURRENT)
+    return [build.record for build in found if build is not None]
+
+
 def host_run(
     build: NativeBuild | None, command: list[str], stderr: bool = True, timeout: float = 1800
 ) -> tuple[int, str]:

@@ -268,12 +268,16 @@ def common_cmake_flags(settings: Settings, prefix: str, cxx_extra: str | None = 
     ]
 
 
+#: What the name of a build with `device_flags` carries before their digest.
+FLAGS = "-flags-"
+
+
 def flags_suffix(settings: Settings) -> str:
     """What a build's name carries for `device_flags` (`-flags-1a2b3c4d`, their digest):
     builds that differ only in a compiler option get names of their own."""
     if not settings.device_flags:
         return ""
-    return "-flags-" + hashlib.sha256(settings.device_flags.encode()).hexdigest()[:8]
+    return FLAGS + hashlib.sha256(settings.device_flags.encode()).hexdigest()[:8]
 
 
 def host_cpu_flags() -> set[str]:

@@ -20,13 +20,14 @@ from pathlib import Path
 from orchestrator.core.errors import UsageError, UserError
 from orchestrator.core.settings import Settings, check_flags
 from orchestrator.engine import Client
+from orchestrator.images import native
 from orchestrator.images.catalog import list_images
 from orchestrator.images.gitsource import ResolvedCommit, base_of, is_url
 from orchestrator.images.gromacs import DEV_CURRENT
 from orchestrator.images.provenance import ImageRecord, Lockfile, load_lockfile
 from orchestrator.images.toolchain_llvm import llvm_tag, resolve_llvm
 from orchestrator.platforms import active
-from orchestrator.platforms.base import ProfileMode
+from orchestrator.platforms.base import FLAGS, ProfileMode, flags_suffix
 from orchestrator.platforms.roles import Platform
 from orchestrator.runs.executors import EXECUTORS
 from orchestrator.runs.microbench_recipe import ResolvedMicrobench
@@ -310,10 +311,10 @@ class PlanLine:
     basis: str  # where the estimate comes from, or why there is none
 
 
-def plan(client: Client, settings: Settings, settled: Settled) -> list[PlanLine]:
+def plan(client: Client | None, settings: Settings, settled: Settled) -> list[PlanLine]:
     """Images to build or reuse and the runs, each with an estimate from this machine's
     stored builds (lockfiles) and runs; nothing is built or started."""
-    records = list_images(client, ("gromacs", "toolchain"))
+    records = list_images(client, ("gromacs", "toolchain")) if client else native.records(settings)
     locks = _lockfiles(settings.results_dir)
     lines = []
     sides = [("baseline", settled.baseline)]
@@ -338,11 +339,22 @@ def _side_lines(
             raise UsageError(f"--against {named}: no GROMACS build of that name here; "
                              "`nox -s images` lists those there are.")  # fmt: skip
         return [PlanLine(f"{name} ({side.words}): reuse {found[0].tag}", 0.0, "exists")]
-    if side.stable:
-        stable = [r for r in mine if r.kind == "gromacs" and (r.build or "").startswith("stable")]
+    if side.stable or kind == "flags":
+        flagged = settings.model_copy(update={"device_flags": named or None})
+        suffix = flags_suffix(flagged if kind == "flags" else settings)
+        stable = [
+            r
+            for r in mine
+            if r.kind == "gromacs"
+            and (r.build or "").startswith("stable")
+            and (r.build or "").endswith(suffix)
+            and (suffix or FLAGS not in (r.build or ""))
+        ]
+        what = f"{name} ({side.words})" if kind == "flags" else f"{name} (stable)"
         if stable:
-            return [PlanLine(f"{name} (stable): reuse {stable[0].tag}", 0.0, "exists")]
-        return [PlanLine(f"{name} (stable): build GROMACS with the vendor compiler",
+            return [PlanLine(f"{what}: reuse {stable[0].tag}", 0.0, "exists")]
+        how = "the stable compiler with these flags" if kind == "flags" else "the vendor compiler"
+        return [PlanLine(f"{what}: build GROMACS with {how}",
                          *_estimate(locks, platform, "stable"))]  # fmt: skip
     lines = []
     tag = named if kind == "toolchain" else None
