@@ -151,3 +151,18 @@ def test_real_proc_reads() -> None:
     stat = hostinfo._proc_stat(Path(f"/proc/{os.getpid()}"))
     assert stat is not None and stat[2] >= 0
     assert hostinfo._proc_stat(Path("/proc/999999999")) is None
+
+
+def test_a_child_in_the_tools_own_session_is_another_program() -> None:
+    """Only a run started in a session of its own (the native executor's) is the run: a
+    child in the tool's own session, like a test's competitor, is noise."""
+    busy = "open('/proc/self/comm', 'w').write('gmxb-other')\nwhile True: pass"
+    child = subprocess.Popen([sys.executable, "-c", busy])
+    try:
+        time.sleep(0.3)
+        with NoiseSampler(run_threads=2, interval=0.5) as sampler:
+            time.sleep(2.0)
+    finally:
+        child.kill()
+        child.wait()
+    assert "gmxb-other" in {p.name for p in sampler.result().top_others}

@@ -118,8 +118,8 @@ class HostNoise(BaseModel):
 
 
 #: One process in one sample: (command name, start time in ticks since boot, CPU ticks,
-#: parent pid).
-_Proc = tuple[str, int, int, int]
+#: parent pid, session id).
+_Proc = tuple[str, int, int, int, int]
 
 
 class _Sample:
@@ -157,8 +157,8 @@ def _load(proc: Path) -> float | None:
 
 
 def _proc_stat(pid_dir: Path) -> _Proc | None:
-    """(comm, starttime, utime + stime, ppid) of /proc/<pid>/stat; None when it just
-    vanished."""
+    """(comm, starttime, utime + stime, ppid, session) of /proc/<pid>/stat; None when it
+    just vanished."""
     try:
         text = (pid_dir / "stat").read_text(errors="replace")
     except OSError:
@@ -168,22 +168,24 @@ def _proc_stat(pid_dir: Path) -> _Proc | None:
     if close < 0 or len(fields) < 20:
         return None
     name = text[text.find("(") + 1 : close]
-    return name, int(fields[19]), int(fields[11]) + int(fields[12]), int(fields[1])
+    return name, int(fields[19]), int(fields[11]) + int(fields[12]), int(fields[1]), int(fields[3])
 
 
-def _descendants(root: int, processes: Mapping[int, _Proc]) -> set[int]:
-    """Every process below `root`: a native run's (mdrun, its profiler) are this tool's
-    children, and count as the run, as a container's processes do."""
+def _native_run(me: int, processes: Mapping[int, _Proc]) -> set[int]:
+    """The processes of a native run: this tool's descendants in a session of their own
+    (the native executor starts each run as one, as a container's processes are the
+    container's). Other children of the tool, in its own session, stay others."""
     children: dict[int, list[int]] = {}
-    for pid, (*_, parent) in processes.items():
+    for pid, (*_, parent, _session) in processes.items():
         children.setdefault(parent, []).append(pid)
-    found, todo = set(), [root]
+    own_session = processes[me][4] if me in processes else os.getsid(0)
+    found, todo = set(), [me]
     while todo:
         for child in children.get(todo.pop(), []):
             if child not in found:
                 found.add(child)
                 todo.append(child)
-    return found
+    return {pid for pid in found if processes[pid][4] != own_session}
 
 
 class NoiseSampler:
@@ -268,8 +270,8 @@ class NoiseSampler:
         if prev is None:
             return
         me, ticks = os.getpid(), 0
-        mine = _descendants(me, now.processes)  # a native run: mdrun is this tool's child
-        for pid, (name, start, cpu, _parent) in now.processes.items():
+        mine = _native_run(me, now.processes)
+        for pid, (name, start, cpu, *_) in now.processes.items():
             before = prev.processes.get(pid)
             if before is not None and before[1] == start:
                 used = cpu - before[2]
