@@ -3,6 +3,7 @@ and nvidia-smi readings (as the lent H100 printed them), and its place in `auto`
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from orchestrator import platforms
 from orchestrator.core.errors import UserError
 from orchestrator.core.settings import Settings
 from orchestrator.engine import EngineKind
+from orchestrator.images.gromacs_check import VERIFY_SCRIPT, parse_facts
 from orchestrator.platforms.base import KEPT
 from orchestrator.platforms.cuda import CudaPlatform
 from orchestrator.platforms.cuda.codegen import CODEOBJECTS
@@ -142,3 +144,24 @@ def test_stable_compiler_is_named_by_nvccs_release() -> None:
     assert build.compiler_under_test(compiler) == "/usr/bin/nvcc"
     with pytest.raises(UserError, match="no working nvcc"):
         build.stable_compiler(Settings(platform="cuda"), lambda _: (127, "nvcc: not found"))
+
+
+def test_nvccs_version_is_its_release_line(tmp_path: Path) -> None:
+    """nvcc's first line names only the driver; the record keeps the release line. The
+    stand-in prints what nvcc 13.0 printed on the lent H100 (no nvcc runs here)."""
+    said = ("nvcc: NVIDIA (R) Cuda compiler driver\nCopyright (c) 2005-2025 NVIDIA Corporation\n"
+            "Built on Wed_Aug_20_01:58:59_PM_PDT_2025\n"
+            "Cuda compilation tools, release 13.0, V13.0.88\n"
+            "Build cuda_13.0.r13.0/compiler.36424714_0\n")  # fmt: skip
+    nvcc = tmp_path / "nvcc"
+    nvcc.write_text(f"#!/bin/sh\ncat <<'EOF'\n{said}EOF\n")
+    nvcc.chmod(0o755)
+    script = VERIFY_SCRIPT.format(
+        compiler=nvcc, prefix=tmp_path, kept=tmp_path, sha_file="/dev/null"
+    )
+    out = subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=False).stdout
+    assert parse_facts(out).compiler_version == "Cuda compilation tools, release 13.0, V13.0.88"
+    gcc = subprocess.run(["sh", "-c", VERIFY_SCRIPT.format(compiler="gcc", prefix=tmp_path,
+                          kept=tmp_path, sha_file="/dev/null")], capture_output=True, text=True,
+                         check=False).stdout  # fmt: skip
+    assert parse_facts(gcc).compiler_version.startswith("gcc (")  # a first line, as before

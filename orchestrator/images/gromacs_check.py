@@ -20,8 +20,10 @@ from orchestrator.platforms.base import KEPT, BuildFacts, CompileCacheStats, Com
 #: Where an image keeps the source's digest.
 SHA_FILE = "/src/gromacs.tar.gz.sha256"
 
+#: The compiler's version is its first line (gcc, clang, hipcc), or nvcc's `Cuda compilation
+#: tools, release 13.0, V13.0.88` (its first line names only the driver).
 VERIFY_SCRIPT = r"""gmx --version 2>&1
-echo '@@compiler'; {compiler} --version 2>&1 | grep -m1 -e ' release ' -e ' version ' \
+echo '@@compiler'; {compiler} --version 2>&1 | grep -m1 ', release ' \
   || {compiler} --version 2>&1 | head -n1
 echo '@@path'; readlink -f "$(command -v {compiler})" 2>/dev/null || echo {compiler}
 echo '@@reported'
