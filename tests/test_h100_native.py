@@ -29,7 +29,7 @@ from orchestrator.verdict.instructions import Movement, compare_instructions
 from orchestrator.verdict.model import Direction
 
 DATA = Path(__file__).parent / "data" / "h100-native"
-RESULTS = DATA / "results"
+RESULTS = DATA / "records"
 STABLE, XPTXAS = "stable-nvcc13.0", "stable-nvcc13.0-flags-6b916d5a"
 #: The 21 kernels one step of the benchmark runs: 18 of GROMACS, 3 of cuFFT.
 RUNNING = 21
