@@ -53,7 +53,8 @@ class NcuKernel(BaseModel):
 
 
 class NcuProfile(BaseModel):
-    """Every kernel a profiled run launched, by the name ncu printed (demangled)."""
+    """Every kernel a profiled run launched, by the name ncu printed (mangled, with the
+    CUDA profiler's `--print-kernel-base mangled`: the codegen fingerprint's keys)."""
 
     kernels: dict[str, NcuKernel]
 

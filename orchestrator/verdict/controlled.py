@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from statistics import median
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -227,13 +228,7 @@ def _control_ratio(base: Sequence[float], cand: Sequence[float], paired: bool) -
     if paired:
         logs = [math.log(c / b) for b, c in zip(base, cand, strict=True)]
         return math.exp(sum(logs) / len(logs))
-    return _median(cand) / _median(base)
-
-
-def _median(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    return median(cand) / median(base)
 
 
 def _kernel_times(runs: Sequence[Run]) -> tuple[list[dict[str, float]], dict[str, float]]:
@@ -247,7 +242,7 @@ def _kernel_times(runs: Sequence[Run]) -> tuple[list[dict[str, float]], dict[str
     for r in runs:
         for k in r.breakdown.kernels if r.breakdown else []:
             totals.setdefault(k.name, []).append(k.total_ms)
-    return medians, {name: _median(values) for name, values in totals.items()}
+    return medians, {name: median(values) for name, values in totals.items()}
 
 
 def controlled_for(
@@ -286,7 +281,7 @@ def controlled_for(
              for n in CATEGORIES if n in status}  # fmt: skip
         c = {n: [r.breakdown.categories[n].total_ms for r in cand if r.breakdown]
              for n in CATEGORIES if n in status}  # fmt: skip
-        totals = {n: _median(values) for n, values in b.items()}
+        totals = {n: median(values) for n, values in b.items()}
     changed = sorted((n for n in b if status.get(n) == "changed"), key=lambda n: -totals[n])
     unchanged = [n for n in b if status.get(n) == "unchanged"]
     found = against_control(b, c, changed, unchanged, totals, paired=paired,

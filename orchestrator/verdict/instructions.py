@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from enum import StrEnum
+from statistics import median
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -82,15 +83,9 @@ class InstructionComparison(BaseModel):
     only_candidate: list[str] = Field(default_factory=list)
 
 
-def _median(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-
-
 def spread(values: Sequence[float]) -> float:
     """(max - min) / median: the run-to-run spread of one side (0 for a single run)."""
-    middle = _median(values)
+    middle = median(values)
     return (max(values) - min(values)) / middle if middle else 0.0
 
 
@@ -104,7 +99,7 @@ def judge_kernel(
     k: float = INSTRUCTION_K, floor: float = INSTRUCTION_FLOOR,
 ) -> KernelInstructionVerdict:  # fmt: skip
     """One kernel from each side's counts per launch (one value a run)."""
-    b, c = _median(base), _median(cand)
+    b, c = median(base), median(cand)
     delta = c / b - 1 if b else 0.0
     s_b, s_c = spread(base), spread(cand)
     limit = k * max(s_b, s_c, floor)
@@ -115,8 +110,8 @@ def judge_kernel(
     return KernelInstructionVerdict(
         name=name, n_baseline=len(base), n_candidate=len(cand),
         baseline_per_launch=b, candidate_per_launch=c,
-        baseline_total=_median(totals[0]) if totals[0] else 0.0,
-        candidate_total=_median(totals[1]) if totals[1] else 0.0,
+        baseline_total=median(totals[0]) if totals[0] else 0.0,
+        candidate_total=median(totals[1]) if totals[1] else 0.0,
         delta_pct=100 * delta, baseline_spread=s_b, candidate_spread=s_c,
         limit_pct=100 * limit, movement=movement, code_changed=code_changed,
         marked=moved and code_changed is True, suspect=moved and code_changed is False,
